@@ -1,0 +1,58 @@
+# Engram — the two commands that matter are `make run` and `make test`.
+SHELL := /bin/bash
+export UV_LINK_MODE ?= copy
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
+export CDK_DISABLE_VERSION_CHECK ?= 1
+export CDK_DISABLE_CLI_TELEMETRY ?= true
+STAGE ?= dev
+UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+
+.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e lint format typecheck bench synth diff deploy clean
+
+setup: ## install uv (if missing) and every locked dependency
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	@$(UV) sync --locked --all-groups
+
+run: setup ## the whole service locally on embedded defaults
+	$(UV) run engram demo
+
+test: setup lint typecheck ## every tier that needs no AWS account
+	$(UV) run pytest tests
+
+test-unit: setup
+	$(UV) run pytest tests/unit
+
+test-integration: setup
+	$(UV) run pytest tests/integration
+
+test-infrastructure: setup
+	$(UV) run pytest tests/infrastructure
+
+test-e2e: setup
+	$(UV) run pytest tests/e2e
+
+lint: setup
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+
+format: setup
+	$(UV) run ruff format .
+	$(UV) run ruff check --fix .
+
+typecheck: setup
+	$(UV) run mypy shared/engram functions
+
+bench: setup ## measured against floors of the same machine; results in bench/results/
+	$(UV) run python -m bench
+
+synth: setup
+	$(UV) run bash infra/cdk.sh synth $(STAGE)
+
+diff: setup
+	$(UV) run bash infra/cdk.sh diff $(STAGE)
+
+deploy: setup
+	$(UV) run bash infra/cdk.sh deploy $(STAGE)
+
+clean:
+	rm -rf .engram cdk.out .mypy_cache .pytest_cache .ruff_cache

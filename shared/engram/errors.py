@@ -1,0 +1,72 @@
+"""Domain errors. Handlers map them to HTTP in one place (see ``engram.api.errors``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class EngramError(Exception):
+    """Base class of every error the domain raises on purpose."""
+
+    code: str = "internal"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInput(EngramError):
+    """Bad input. ``field`` names what was wrong (dotted path, e.g. ``observations.0.type``)."""
+
+    code = "invalid_input"
+
+    def __init__(self, field: str, message: str, *, details: Any = None) -> None:
+        super().__init__(f"{field}: {message}", details=details)
+        self.field = field
+
+
+class NotFound(EngramError):
+    """The object does not exist, or the caller may not know that it does."""
+
+    code = "not_found"
+
+
+class Forbidden(EngramError):
+    """A known caller is not allowed to do this."""
+
+    code = "forbidden"
+
+
+class Unauthorized(EngramError):
+    """No identity, or an identity that could not be verified."""
+
+    code = "unauthorized"
+
+
+class MemoryDisabled(Forbidden):
+    """Memory is switched off globally, for the team, or for the persona."""
+
+    code = "memory_disabled"
+
+
+class Conflict(EngramError):
+    code = "conflict"
+
+
+class RateLimited(EngramError):
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: int, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.retry_after_s = retry_after_s
+
+
+class QuotaExceeded(RateLimited):
+    code = "quota_exceeded"
+
+
+class Unavailable(EngramError):
+    """A dependency could not durably accept a write (Redis, PostgreSQL, SQS)."""
+
+    code = "unavailable"
