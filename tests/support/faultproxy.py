@@ -545,6 +545,8 @@ class FaultProxy:
             if item is _EOF:  # a half-close travels like data: dropped when data would be
                 if forwards and dst is not None and dst.can_write_eof() and not dst.is_closing():
                     dst.write_eof()
+                elif not forwards and not to_client:
+                    conn.close(rst=False)  # the client left a blackhole: free the connection
                 return
             assert isinstance(item, bytes)
             if not forwards:

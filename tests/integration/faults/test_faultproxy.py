@@ -56,6 +56,15 @@ def ping_raw(address: tuple[str, int]) -> bytes:
         return s.recv(16)
 
 
+def eventually(check: Callable[[], bool], within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def elapsed(fn: Callable[[], object]) -> float:
     start = time.monotonic()
     fn()
@@ -148,6 +157,8 @@ def test_blackhole_makes_redis_time_out_then_recovers(
     redis_proxy.pass_through()
     assert fresh.ping()
     assert existing.ping()  # redis-py dropped the timed-out connection and reconnects
+    # the two abandoned blackholed connections were freed, not kept until stop()
+    assert eventually(lambda: redis_proxy.stats().active == 2)
 
 
 def test_blackhole_makes_postgres_connect_time_out(pg_proxy: FaultProxy) -> None:
