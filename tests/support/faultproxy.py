@@ -508,7 +508,8 @@ class FaultProxy:
             tasks.append(self._spawn(self._write(conn, down_q, to_client=True)))
         try:
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            failed = any(not t.cancelled() and t.exception() is not None for t in done)
+            errors = [t.exception() for t in done if not t.cancelled()]  # retrieve them all
+            failed = any(e is not None for e in errors)
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
