@@ -1,0 +1,235 @@
+"""The one place where errors become HTTP responses (SPEC §4).
+
+=====================================  ======  ===================  ===========================
+raised                                 status  ``error.code``       notes
+=====================================  ======  ===================  ===========================
+malformed JSON / body not an object    400     ``invalid_json``
+pydantic ``ValidationError``,          422     ``invalid_input``    ``details``: one entry per
+Powertools ``RequestValidationError``                               problem ``{field, message,
+``InvalidInput``                                                    type}``; ``field`` is the
+                                                                    pydantic ``loc`` joined
+                                                                    with ``.``
+``Unauthorized``                       401     ``unauthorized``
+``Forbidden`` / ``MemoryDisabled``     403     ``forbidden`` / ``memory_disabled``
+``NotFound`` (+ unknown route)         404     ``not_found``
+``Conflict``                           409     ``conflict``
+``BodyTooLargeError``                  413     ``body_too_large``
+``RateLimited`` / ``QuotaExceeded``    429     ``rate_limited`` /   ``Retry-After`` header
+                                               ``quota_exceeded``
+``Unavailable``                        503     ``unavailable``      ``Retry-After: 1``
+anything else                          500     ``internal``         nothing of it is leaked
+=====================================  ======  ===================  ===========================
+
+``error_response(exc)`` is the pure mapping; ``to_lambda_response(exc)`` gives an API Gateway
+v2 response dict; ``register_error_handlers(app)`` wires both into a Powertools resolver with
+one call. Powertools is imported only inside that function.
+"""
+
+# Heavy or optional dependencies are imported where used, so importing this module is cheap.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from engram import errors as domain
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+
+_log = logging.getLogger("engram.api")
+
+JSON_CONTENT_TYPE = "application/json"
+_LOCATION_PREFIXES = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+class BodyTooLargeError(Exception):
+    """The request body is over the configured limit (``Settings.max_body_bytes``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body is larger than {limit} bytes")
+        self.limit = limit
+
+
+class InvalidJsonError(Exception):
+    """The body is not JSON, or not the JSON object the route expects."""
+
+    def __init__(self, message: str = "request body is not valid JSON") -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class HttpError:
+    status: int
+    code: str
+    message: str
+    details: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        return {"error": error}
+
+    def body_json(self) -> str:
+        return json.dumps(self.body(), ensure_ascii=False, separators=(",", ":"))
+
+
+def field_name(loc: Sequence[Any]) -> str:
+    """``("body", "observations", 0, "type")`` -> ``"observations.0.type"``; empty -> body."""
+    parts = [str(p) for p in loc]
+    if len(parts) > 1 and parts[0] in _LOCATION_PREFIXES:
+        parts = parts[1:]
+    name = ".".join(p for p in parts if p != "")
+    return name or "body"
+
+
+def validation_details(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Pydantic error dicts to ``[{field, message, type}]`` (inputs are never echoed)."""
+    details: list[dict[str, str]] = []
+    for err in errors:
+        loc = err.get("loc", ())
+        details.append(
+            {
+                "field": field_name(loc if isinstance(loc, Sequence) else (loc,)),
+                "message": str(err.get("msg", "invalid value")),
+                "type": str(err.get("type", "value_error")),
+            }
+        )
+    return details
+
+
+def _from_validation_errors(errors: Sequence[Mapping[str, Any]]) -> HttpError:
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return HttpError(400, "invalid_json", "request body is not valid JSON")
+    details = validation_details(errors)
+    if not details:
+        return HttpError(422, "invalid_input", "invalid request")
+    first = details[0]
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return HttpError(
+        422, "invalid_input", f"{first['field']}: {first['message']}{more}", details=details
+    )
+
+
+def error_response(exc: BaseException) -> HttpError:
+    """Map any exception to the HTTP error the client sees."""
+    if isinstance(exc, domain.InvalidInput):
+        return HttpError(
+            422,
+            exc.code,
+            exc.message,
+            details=[{"field": exc.field, "message": exc.message, "type": "invalid_input"}],
+        )
+    if isinstance(exc, domain.Unauthorized):
+        return HttpError(401, exc.code, exc.message, headers={"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, domain.Forbidden):  # includes MemoryDisabled
+        return HttpError(403, exc.code, exc.message)
+    if isinstance(exc, domain.NotFound):
+        return HttpError(404, exc.code, exc.message)
+    if isinstance(exc, domain.Conflict):
+        return HttpError(409, exc.code, exc.message)
+    if isinstance(exc, domain.RateLimited):  # includes QuotaExceeded
+        retry = max(1, int(exc.retry_after_s))
+        return HttpError(429, exc.code, exc.message, headers={"Retry-After": str(retry)})
+    if isinstance(exc, domain.Unavailable):
+        return HttpError(503, exc.code, exc.message, headers={"Retry-After": "1"})
+    if isinstance(exc, ValidationError):
+        return _from_validation_errors(exc.errors(include_input=False, include_url=False))
+    if isinstance(exc, InvalidJsonError):
+        return HttpError(400, "invalid_json", exc.message)
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+        return HttpError(400, "invalid_json", "request body is not valid JSON")
+    if isinstance(exc, BodyTooLargeError):
+        return HttpError(413, "body_too_large", str(exc))
+    powertools = _powertools_error(exc)
+    if powertools is not None:
+        return powertools
+    if isinstance(exc, domain.EngramError):
+        _log.error("unmapped domain error %s", type(exc).__name__, exc_info=exc)
+    return HttpError(500, "internal", "internal error")
+
+
+def _powertools_error(exc: BaseException) -> HttpError | None:
+    """Powertools' own validation / routing errors, recognised without importing it eagerly."""
+    module = type(exc).__module__
+    if not module.startswith("aws_lambda_powertools"):
+        return None
+    name = type(exc).__name__
+    if name in {"RequestValidationError", "RequestUnsupportedContentType"}:
+        errors = getattr(exc, "errors", None)
+        errs: Sequence[Mapping[str, Any]] = errors() if callable(errors) else []
+        if name == "RequestUnsupportedContentType":
+            return HttpError(415, "unsupported_media_type", "Content-Type must be application/json")
+        return _from_validation_errors(errs)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(
+            status, "bad_request"
+        )
+        message = "not found" if status == 404 else str(getattr(exc, "msg", "") or code)
+        return HttpError(status, code, message)
+    return None
+
+
+def log_unexpected(exc: BaseException) -> None:
+    _log.exception("unhandled error", exc_info=exc)
+
+
+def to_lambda_response(exc: BaseException) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload v2) response for ``exc``."""
+    err = error_response(exc)
+    if err.status >= 500:
+        log_unexpected(exc)
+    return {
+        "statusCode": err.status,
+        "headers": {"Content-Type": JSON_CONTENT_TYPE, **err.headers},
+        "body": err.body_json(),
+        "isBase64Encoded": False,
+    }
+
+
+def to_powertools_response(exc: BaseException) -> Response[str]:
+    from aws_lambda_powertools.event_handler import Response
+
+    err = error_response(exc)
+    if err.status >= 500:
+        log_unexpected(exc)
+    return Response(
+        status_code=err.status,
+        content_type=JSON_CONTENT_TYPE,
+        body=err.body_json(),
+        headers=dict(err.headers),
+    )
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    """Make ``app`` answer every error with the SPEC §4 error body. Call once per function."""
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+    from aws_lambda_powertools.event_handler.openapi.exceptions import (
+        RequestUnsupportedContentType,
+        RequestValidationError,
+    )
+
+    handled: list[type[Exception]] = [
+        domain.EngramError,
+        ValidationError,
+        RequestValidationError,
+        RequestUnsupportedContentType,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        InvalidJsonError,
+        BodyTooLargeError,
+        NotFoundError,
+        ServiceError,
+        Exception,
+    ]
+    app.exception_handler(handled)(to_powertools_response)

