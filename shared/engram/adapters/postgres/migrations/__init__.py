@@ -1,0 +1,1 @@
+"""Forward-only SQL migrations, shipped as package data (``NNNN_name.sql``)."""

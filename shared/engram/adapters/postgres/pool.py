@@ -1,0 +1,113 @@
+"""A lazily opened psycopg 3 pool and the per-transaction tenant context (RLS settings).
+
+Nothing connects at import or construction; the pool opens on first use. Server-side prepared
+statements are off (``prepare_threshold=None``) so RDS Proxy can multiplex connections; the
+statement timeout is set per transaction (``SET LOCAL``), which RDS Proxy does not pin on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from engram.errors import Forbidden, Unavailable
+from engram.memories.ports import AccessContext
+from engram.settings import Settings
+
+APP_ROLE = "engram_app"
+
+_TENANT_SQL = (
+    "SELECT set_config('role', %s, true), set_config('engram.team_id', %s, true), "
+    "set_config('engram.user_id', %s, true), set_config('engram.is_admin', %s, true), "
+    "set_config('statement_timeout', %s, true)"
+)
+
+
+class Database:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int = 0,
+        max_size: int = 4,
+        connect_timeout_s: int = 3,
+        statement_timeout_ms: int = 2000,
+        app_role: str = APP_ROLE,
+    ) -> None:
+        self.conninfo = conninfo
+        self._min = min_size
+        self._max = max(max_size, 1)
+        self._connect_timeout_s = connect_timeout_s
+        self._statement_timeout_ms = statement_timeout_ms
+        self._app_role = app_role
+        self._pool: psycopg_pool.ConnectionPool | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, conninfo: str | None = None) -> Database:
+        url = conninfo or settings.database_url
+        if not url:
+            raise ValueError("no database URL: set ENGRAM_DATABASE_URL or pass conninfo")
+        return cls(
+            url,
+            min_size=settings.database_pool_min,
+            max_size=settings.database_pool_max,
+            connect_timeout_s=settings.database_connect_timeout_s,
+            statement_timeout_ms=settings.database_statement_timeout_ms,
+        )
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        return {"prepare_threshold": None, "connect_timeout": self._connect_timeout_s}
+
+    @property
+    def pool(self) -> psycopg_pool.ConnectionPool:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    pool: psycopg_pool.ConnectionPool = psycopg_pool.ConnectionPool(
+                        self.conninfo,
+                        min_size=self._min,
+                        max_size=self._max,
+                        kwargs=self.connect_kwargs(),
+                        timeout=float(self._connect_timeout_s),
+                        reconnect_timeout=float(self._connect_timeout_s) * 2,
+                        open=False,
+                        name="engram",
+                    )
+                    pool.open(wait=False)
+                    self._pool = pool
+        return self._pool
+
+    @contextmanager
+    def tenant(self, ctx: AccessContext) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction acting as the application role for ``ctx`` (RLS applies)."""
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                conn.execute(
+                    _TENANT_SQL,
+                    (
+                        self._app_role,
+                        ctx.team_id,
+                        ctx.user_id,
+                        "on" if ctx.elevated else "off",
+                        str(self._statement_timeout_ms),
+                    ),
+                )
+                yield conn
+        except pg_errors.InsufficientPrivilege as exc:
+            raise Forbidden("row-level security refused the write") from exc
+        except pg_errors.QueryCanceled as exc:
+            raise Unavailable("PostgreSQL statement timed out") from exc
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            raise Unavailable("PostgreSQL is unavailable") from exc
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None

@@ -1,0 +1,1 @@
+"""Explicit memories (seed 003): scoped key/value memories with hybrid recall."""

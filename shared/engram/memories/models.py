@@ -1,0 +1,157 @@
+"""Memory, persona and team-settings models (pydantic v2, camelCase JSON)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+KEY_MAX = 100
+VALUE_MAX = 2000
+QUERY_MAX = 1000
+MAX_RESULTS_MAX = 100
+ID_MAX = 256
+
+
+class Scope(StrEnum):
+    USER = "user"
+    PERSONA = "persona"
+    PERSONA_USER = "persona_user"
+
+
+# Higher wins when the same key is visible in several scopes.
+SCOPE_PRIORITY: dict[Scope, int] = {Scope.PERSONA_USER: 3, Scope.PERSONA: 2, Scope.USER: 1}
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    ARCHIVED = "archived"
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Memory(CamelModel):
+    """One explicit memory. ``team_id`` is internal; it is never part of the JSON."""
+
+    id: str = Field(min_length=1, max_length=ID_MAX)
+    scope: Scope
+    owner_id: str = Field(min_length=1, max_length=ID_MAX)
+    user_id: str | None = Field(default=None, max_length=ID_MAX)
+    team_id: str = Field(min_length=1, max_length=ID_MAX, exclude=True)
+    key: str = Field(min_length=1, max_length=KEY_MAX)
+    value: str = Field(min_length=1, max_length=VALUE_MAX)
+    source_channel_id: str | None = Field(default=None, max_length=ID_MAX)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    status: Status = Status.ACTIVE
+    created_at: datetime
+    updated_at: datetime
+
+
+class NewMemory(CamelModel):
+    """What a writer hands to ``MemoryStore.upsert`` (id and timestamps come from the store)."""
+
+    scope: Scope
+    owner_id: str = Field(min_length=1, max_length=ID_MAX)
+    user_id: str | None = Field(default=None, max_length=ID_MAX)
+    team_id: str = Field(min_length=1, max_length=ID_MAX)
+    key: str = Field(min_length=1, max_length=KEY_MAX)
+    value: str = Field(min_length=1, max_length=VALUE_MAX)
+    source_channel_id: str | None = Field(default=None, max_length=ID_MAX)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    status: Status = Status.ACTIVE
+    embedding: list[float] | None = Field(default=None, exclude=True)
+
+
+class MemoryFilter(CamelModel):
+    """Filters of ``MemoryStore.list``; every field narrows, ``None`` means any."""
+
+    team_id: str
+    scope: Scope | None = None
+    owner_id: str | None = None
+    user_id: str | None = None
+    status: Status | None = None
+    persona_id: str | None = None  # persona and persona_user rows of this persona
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+    cursor: str | None = None
+
+
+class MemoryPage(CamelModel):
+    memories: list[Memory]
+    next_cursor: str | None = None
+
+
+class RecallRequest(CamelModel):
+    team_id: str
+    user_id: str
+    persona_id: str | None = None
+    query: str = ""
+    limit: int = Field(default=20, ge=1, le=MAX_RESULTS_MAX)
+    embedding: list[float] | None = None
+
+
+class ExtractionConfig(CamelModel):
+    enabled: bool = False
+    prompt: str | None = Field(default=None, max_length=8000)
+
+
+class PersonaConfig(CamelModel):
+    """The body of ``PUT /v1/personas/{personaId}``."""
+
+    allowed_groups: list[str] = Field(default_factory=list, max_length=100)
+    memory_enabled: bool = True
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+
+
+class Persona(CamelModel):
+    """A persona's memory settings. ``allowed_groups`` empty: every user of the team."""
+
+    persona_id: str = Field(min_length=1, max_length=ID_MAX)
+    team_id: str = Field(min_length=1, max_length=ID_MAX, exclude=True)
+    allowed_groups: list[str] = Field(default_factory=list)
+    memory_enabled: bool = True
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    updated_at: datetime | None = None
+
+    def allows(self, groups: frozenset[str]) -> bool:
+        return not self.allowed_groups or bool(groups.intersection(self.allowed_groups))
+
+
+class TeamSettings(CamelModel):
+    team_id: str = Field(exclude=True)
+    memory_enabled: bool = True
+    updated_at: datetime | None = None
+
+
+class ReviewAction(CamelModel):
+    """One audit row of the review pipeline and user edits."""
+
+    id: str
+    team_id: str = Field(exclude=True)
+    memory_id: str
+    actor_id: str
+    action: str
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    at: datetime
+
+
+class ToolResult(CamelModel):
+    """What a tool call returns to the model: compact ``text`` plus structured data."""
+
+    name: str
+    ok: bool
+    text: str
+    memories: list[Memory] = Field(default_factory=list)
+    created: bool | None = None
+    error: dict[str, Any] | None = None

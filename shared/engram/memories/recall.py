@@ -1,0 +1,166 @@
+"""Recall ranking shared by every adapter: scope shadowing, keyword match, RRF fusion.
+
+The documented order of a recall with a query:
+
+1. Candidates are the ``active`` rows of the visible scopes (persona active: persona_user,
+   persona and user; otherwise user only). A key visible in several scopes keeps only its
+   highest-priority row (persona_user > persona > user) — the others are shadowed even if they
+   match the query better.
+2. Keyword list: candidates matching *any* query term (full-text search, English stemming,
+   stop words ignored), best text rank first.
+3. Vector list (only when an embedder is configured): candidates with an embedding whose
+   cosine similarity to the query is at least ``MIN_SIMILARITY``, most similar first.
+4. Reciprocal rank fusion: ``score = sum(1 / (RRF_K + rank))`` over the lists a row appears
+   in (rank is 1-based). Ties: confidence, then ``updated_at``, both descending, then id.
+
+An empty query skips 2–4: candidates ordered by confidence, then ``updated_at`` (newest first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from engram.memories.models import SCOPE_PRIORITY, Memory
+
+RRF_K = 60
+MIN_SIMILARITY = 0.25
+CANDIDATES_PER_LIST = 100
+TEXT_SEARCH_CONFIG = "english"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# PostgreSQL's English stop words (the subset that matters for short memories).
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with you your yours yourself yourselves""".split()  # noqa: SIM905
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased words of ``text`` without stop words (the in-memory keyword analyser)."""
+    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    # A deliberately small suffix stripper so "prefers" meets "prefer" in the in-memory adapter.
+    for suffix in ("ing", "es", "s", "ed"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def keyword_score(query_terms: Sequence[str], memory: Memory) -> float:
+    """0 when no query term occurs; otherwise grows with the distinct terms matched."""
+    if not query_terms:
+        return 0.0
+    doc = [_stem(t) for t in terms(f"{memory.key} {memory.value}")]
+    doc_set = set(doc)
+    wanted = {_stem(t) for t in query_terms}
+    hits = wanted & doc_set
+    if not hits:
+        return 0.0
+    occurrences = sum(1 for t in doc if t in hits)
+    return len(hits) + occurrences / (len(doc) + 1)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0 or nb == 0:
+        return 0.0
+    return dot / (na * nb)
+
+
+def tie_key(memory: Memory) -> tuple[float, float, str]:
+    return (-memory.confidence, -memory.updated_at.timestamp(), memory.id)
+
+
+def shadow(candidates: Iterable[Memory]) -> list[Memory]:
+    """Keep, for each key, only the row of the highest-priority scope."""
+    best: dict[str, Memory] = {}
+    for m in candidates:
+        current = best.get(m.key)
+        if current is None or SCOPE_PRIORITY[m.scope] > SCOPE_PRIORITY[current.scope]:
+            best[m.key] = m
+    return list(best.values())
+
+
+def rrf_fuse(ranked_lists: Sequence[Sequence[Memory]], limit: int, k: int = RRF_K) -> list[Memory]:
+    """Reciprocal rank fusion of ranked lists (1-based ranks), ties as documented above."""
+    scores: dict[str, float] = {}
+    rows: dict[str, Memory] = {}
+    for ranked in ranked_lists:
+        for rank, m in enumerate(ranked, start=1):
+            scores[m.id] = scores.get(m.id, 0.0) + 1.0 / (k + rank)
+            rows[m.id] = m
+    ordered = sorted(rows.values(), key=lambda m: (-scores[m.id], *tie_key(m)))
+    return ordered[:limit]
+
+
+def rank_in_memory(
+    candidates: Sequence[Memory],
+    query: str,
+    limit: int,
+    *,
+    query_embedding: Sequence[float] | None = None,
+    embeddings: dict[str, list[float]] | None = None,
+    min_similarity: float = MIN_SIMILARITY,
+) -> list[Memory]:
+    """The whole documented recall order over already-visible active candidates."""
+    visible = shadow(candidates)
+    if not query.strip():
+        return sorted(visible, key=tie_key)[:limit]
+    q_terms = terms(query)
+    scored = [(keyword_score(q_terms, m), m) for m in visible]
+    keyword = [m for s, m in sorted(scored, key=lambda sm: (-sm[0], *tie_key(sm[1]))) if s > 0][
+        :CANDIDATES_PER_LIST
+    ]
+    lists: list[list[Memory]] = [keyword]
+    if query_embedding is not None and embeddings is not None:
+        sims = [
+            (cosine(query_embedding, embeddings[m.id]), m) for m in visible if m.id in embeddings
+        ]
+        vector = [
+            m
+            for s, m in sorted(sims, key=lambda sm: (-sm[0], *tie_key(sm[1])))
+            if s >= min_similarity
+        ][:CANDIDATES_PER_LIST]
+        lists.append(vector)
+    return rrf_fuse(lists, limit)
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder (feature hashing, L2-normalised).
+
+    No model and no network: texts sharing words are similar, others are orthogonal-ish.
+    Used by tests and benchmarks for the vector path, never in production.
+    """
+
+    def __init__(self, dimensions: int = 64) -> None:
+        self._dimensions = dimensions
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for text in texts:
+            vec = [0.0] * self._dimensions
+            for word in terms(text):
+                digest = hashlib.blake2b(_stem(word).encode(), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "big") % self._dimensions
+                sign = 1.0 if digest[4] & 1 else -1.0
+                vec[bucket] += sign
+            norm = math.sqrt(sum(v * v for v in vec))
+            out.append([v / norm for v in vec] if norm else vec)
+        return out

@@ -1,0 +1,569 @@
+"""``MemoryService``: the use cases of explicit memories, over a store and an optional embedder.
+
+Every public method takes the verified ``Caller`` and stays inside ``caller.team_id``.
+Errors are ``engram.errors``: ``InvalidInput`` (naming the camelCase field), ``NotFound``
+(also for anything the caller may not see), ``Forbidden``, ``MemoryDisabled``, ``Conflict``,
+``Unavailable`` (PostgreSQL down; raised by the adapter).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from engram.clock import Clock, SystemClock
+from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
+from engram.identity import Caller
+from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
+from engram.memories.models import (
+    ID_MAX,
+    KEY_MAX,
+    MAX_RESULTS_MAX,
+    QUERY_MAX,
+    VALUE_MAX,
+    Memory,
+    MemoryFilter,
+    MemoryPage,
+    NewMemory,
+    Persona,
+    PersonaConfig,
+    RecallRequest,
+    ReviewAction,
+    Scope,
+    Status,
+    TeamSettings,
+    ToolResult,
+)
+from engram.memories.ports import AccessContext, Embedder, MemoryStore, PersonaStore
+from engram.memories.privacy import context_for, memory_visible, persona_allows, system_context
+from engram.memories.scopes import parse_scope, save_target
+from engram.memories.tools import (
+    RECALL,
+    SAVE,
+    ToolFormat,
+    invalid_from,
+    parse_recall_args,
+    parse_save_args,
+    recall_result_text,
+    save_result_text,
+)
+from engram.memories.tools import tool_definitions as _tool_definitions
+from engram.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+HINT_RECALL_LIMIT = 100
+
+
+def _text(value: object, field: str, max_len: int, *, required: bool = True) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string")
+    if required and not value.strip():
+        raise InvalidInput(field, "must not be empty")
+    if len(value) > max_len:
+        raise InvalidInput(field, f"must be at most {max_len} characters (got {len(value)})")
+    if "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL characters")
+    return value
+
+
+def _opt_id(value: object, field: str) -> str | None:
+    if value is None:
+        return None
+    return _text(value, field, ID_MAX)
+
+
+def _confidence(value: object, field: str = "confidence") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(field, "must be a number between 0 and 1")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput(field, "must be between 0 and 1")
+    return number
+
+
+def _status(value: object) -> Status:
+    if isinstance(value, Status):
+        return value
+    try:
+        return Status(str(value))
+    except ValueError:
+        raise InvalidInput("status", "use active, pending_review or archived") from None
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        personas: PersonaStore,
+        *,
+        embedder: Embedder | None = None,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._store = store
+        self._personas = personas
+        self._embedder = embedder
+        self._settings = settings or get_settings()
+        self._clock = clock or SystemClock()
+
+    # --- switches and access ----------------------------------------------------------------
+    def _persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
+        return self._personas.get_persona(ctx, persona_id) if persona_id else None
+
+    def _enabled(self, ctx: AccessContext, persona: Persona | None) -> bool:
+        if not self._settings.memory_enabled:
+            return False
+        team = self._personas.get_team_settings(ctx)
+        if team is not None and not team.memory_enabled:
+            return False
+        return persona is None or persona.memory_enabled
+
+    def _embed(self, text: str) -> list[float] | None:
+        if self._embedder is None or not text.strip():
+            return None
+        try:
+            vector = self._embedder.embed([text])[0]
+        except Exception:  # an embedder outage degrades recall to keywords, never fails it
+            log.warning("embedder failed; continuing keyword-only", exc_info=True)
+            return None
+        return vector if any(vector) else None
+
+    def _visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
+        if memory is None or not memory_visible(ctx, memory):
+            raise NotFound("memory not found")
+        if memory.scope is not Scope.USER and not persona_allows(
+            caller, self._persona(ctx, memory.owner_id)
+        ):
+            raise NotFound("memory not found")
+        return memory
+
+    def _audit(
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        action: str,
+        before: Memory | None,
+        after: Memory | None,
+    ) -> None:
+        self._store.record_action(
+            ctx,
+            ReviewAction(
+                id=str(uuid.uuid4()),
+                team_id=ctx.team_id,
+                memory_id=memory_id,
+                actor_id=ctx.user_id,
+                action=action,
+                before=before.to_json_dict() if before else None,
+                after=after.to_json_dict() if after else None,
+                at=datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC),
+            ),
+        )
+
+    # --- memory_save / memory_recall ---------------------------------------------------------
+    def save(
+        self,
+        caller: Caller,
+        *,
+        key: object,
+        value: object,
+        confidence: object = None,
+        persona_id: object = None,
+        source_channel_id: object = None,
+        scope: object = None,
+    ) -> tuple[Memory, bool]:
+        """Create or update (same scope, owner, user and key) an active memory."""
+        key_s = _text(key, "key", KEY_MAX)
+        value_s = _text(value, "value", VALUE_MAX)
+        conf = 1.0 if confidence is None else _confidence(confidence)
+        persona = _opt_id(persona_id, "personaId")
+        channel = _opt_id(source_channel_id, "sourceChannelId")
+        target = save_target(caller, persona, parse_scope(scope))
+        ctx = context_for(caller)
+        persona_cfg = self._persona(ctx, persona)
+        if persona and not persona_allows(caller, persona_cfg):
+            raise Forbidden("this persona is not available to the caller's groups")
+        if not self._enabled(ctx, persona_cfg if target.scope is not Scope.USER else None):
+            raise MemoryDisabled("memory is switched off for this team or persona")
+        memory, created = self._store.upsert(
+            ctx,
+            NewMemory(
+                scope=target.scope,
+                owner_id=target.owner_id,
+                user_id=target.user_id,
+                team_id=caller.team_id,
+                key=key_s,
+                value=value_s,
+                source_channel_id=channel,
+                confidence=conf,
+                status=Status.ACTIVE,
+                embedding=self._embed(f"{key_s}: {value_s}"),
+            ),
+        )
+        return memory, created
+
+    def recall(
+        self,
+        caller: Caller,
+        *,
+        query: object = "",
+        max_results: object = 20,
+        persona_id: object = None,
+    ) -> list[Memory]:
+        """Scope-merged recall; empty when memory is off or the persona is not allowed."""
+        query_s = _text(query if query is not None else "", "query", QUERY_MAX, required=False)
+        if isinstance(max_results, bool) or not isinstance(max_results, int):
+            raise InvalidInput("maxResults", "must be an integer")
+        if not 1 <= max_results <= MAX_RESULTS_MAX:
+            raise InvalidInput("maxResults", f"must be between 1 and {MAX_RESULTS_MAX}")
+        persona = _opt_id(persona_id, "personaId")
+        ctx = context_for(caller)
+        persona_cfg = self._persona(ctx, persona)
+        if persona and not persona_allows(caller, persona_cfg):
+            return []
+        if not self._enabled(ctx, None):
+            return []
+        if persona_cfg is not None and not persona_cfg.memory_enabled:
+            persona = None  # persona memory off: the user's own memories remain
+        return self._store.recall(
+            ctx,
+            RecallRequest(
+                team_id=caller.team_id,
+                user_id=caller.user_id,
+                persona_id=persona,
+                query=query_s,
+                limit=max_results,
+                embedding=self._embed(query_s),
+            ),
+        )
+
+    def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
+        """The memory section of the system prompt (``""`` when there is nothing)."""
+        memories = self.recall(
+            caller, query="", max_results=HINT_RECALL_LIMIT, persona_id=persona_id
+        )
+        cap = min(self._settings.memory_hint_max_chars, DEFAULT_MAX_CHARS)
+        return build_memory_hint(memories, cap)
+
+    def tool_definitions(self, fmt: ToolFormat = "json_schema") -> list[dict[str, Any]]:
+        return _tool_definitions(fmt)
+
+    def execute_tool(
+        self, caller: Caller, name: str, arguments: object, *, persona_id: str | None = None
+    ) -> ToolResult:
+        """Run a model's tool call. Bad arguments raise ``InvalidInput`` naming the argument;
+        an unknown tool raises ``NotFound``; a disabled memory gives ``ok=False`` text."""
+        if name == SAVE:
+            args = parse_save_args(arguments)
+            try:
+                memory, created = self.save(
+                    caller,
+                    key=args.key,
+                    value=args.value,
+                    confidence=args.confidence,
+                    persona_id=persona_id,
+                )
+            except MemoryDisabled as exc:
+                return ToolResult(
+                    name=name,
+                    ok=False,
+                    text=f"Memory is switched off: {exc.message}",
+                    error={"code": exc.code, "message": exc.message},
+                )
+            return ToolResult(
+                name=name,
+                ok=True,
+                text=save_result_text(memory, created),
+                memories=[memory],
+                created=created,
+            )
+        if name == RECALL:
+            rargs = parse_recall_args(arguments)
+            found = self.recall(
+                caller, query=rargs.query, max_results=rargs.max_results, persona_id=persona_id
+            )
+            return ToolResult(name=name, ok=True, text=recall_result_text(found), memories=found)
+        raise NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
+
+    # --- one memory ------------------------------------------------------------------------
+    def get(self, caller: Caller, memory_id: str) -> Memory:
+        ctx = context_for(caller)
+        return self._visible(caller, ctx, self._store.get(ctx, _text(memory_id, "id", ID_MAX)))
+
+    def update(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        value: object = None,
+        key: object = None,
+        confidence: object = None,
+        status: object = None,
+    ) -> Memory:
+        ctx = context_for(caller)
+        before = self.get(caller, memory_id)
+        key_s = None if key is None else _text(key, "key", KEY_MAX)
+        value_s = None if value is None else _text(value, "value", VALUE_MAX)
+        conf = None if confidence is None else _confidence(confidence)
+        new_status = None if status is None else _status(status)
+        if before.scope is Scope.PERSONA and not ctx.elevated:
+            raise Forbidden("only team admins edit persona-scope memories")
+        embedding = None
+        if key_s is not None or value_s is not None:
+            embedding = self._embed(f"{key_s or before.key}: {value_s or before.value}")
+        after = self._store.update(
+            ctx,
+            before.id,
+            key=key_s,
+            value=value_s,
+            confidence=conf,
+            status=new_status,
+            embedding=embedding,
+        )
+        if after is None:
+            raise NotFound("memory not found")
+        self._audit(ctx, after.id, "update", before, after)
+        return after
+
+    def delete(self, caller: Caller, memory_id: str) -> None:
+        ctx = context_for(caller)
+        before = self.get(caller, memory_id)
+        if before.scope is Scope.PERSONA and not ctx.elevated:
+            raise Forbidden("only team admins delete persona-scope memories")
+        if not self._store.delete(ctx, before.id):
+            raise NotFound("memory not found")
+        self._audit(ctx, before.id, "delete", before, None)
+
+    def archive(self, caller: Caller, memory_id: str) -> Memory:
+        return self.update(caller, memory_id, status=Status.ARCHIVED)
+
+    # --- personas and switches --------------------------------------------------------------
+    def put_persona(
+        self, caller: Caller, persona_id: str, config: PersonaConfig | dict[str, Any]
+    ) -> Persona:
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins configure personas")
+        pid = _text(persona_id, "personaId", ID_MAX)
+        cfg = config if isinstance(config, PersonaConfig) else _persona_config(config)
+        persona = Persona(
+            persona_id=pid,
+            team_id=caller.team_id,
+            allowed_groups=list(cfg.allowed_groups),
+            memory_enabled=cfg.memory_enabled,
+            extraction=cfg.extraction,
+        )
+        return self._personas.put_persona(context_for(caller), persona)
+
+    def get_persona(self, caller: Caller, persona_id: str) -> Persona:
+        """Admins see any persona of their team; the defaults when it was never configured."""
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins read persona settings")
+        pid = _text(persona_id, "personaId", ID_MAX)
+        found = self._personas.get_persona(context_for(caller), pid)
+        return found or Persona(persona_id=pid, team_id=caller.team_id)
+
+    def persona_settings(self, team_id: str, persona_id: str) -> Persona:
+        """For the service's own jobs (extraction): the persona or its defaults."""
+        found = self._personas.get_persona(system_context(team_id), persona_id)
+        return found or Persona(persona_id=persona_id, team_id=team_id)
+
+    def put_team_settings(self, caller: Caller, *, memory_enabled: object) -> TeamSettings:
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins change team settings")
+        if not isinstance(memory_enabled, bool):
+            raise InvalidInput("memoryEnabled", "must be true or false")
+        return self._personas.put_team_settings(
+            context_for(caller), TeamSettings(team_id=caller.team_id, memory_enabled=memory_enabled)
+        )
+
+    # --- the user's own data ----------------------------------------------------------------
+    def _all(self, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
+        out: list[Memory] = []
+        cursor: str | None = None
+        while True:
+            page = self._store.list_memories(
+                ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000})
+            )
+            out.extend(page.memories)
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    def export(self, caller: Caller) -> dict[str, Any]:
+        """Every user and persona_user memory of the caller, all statuses."""
+        ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
+        mine = self._all(
+            ctx, MemoryFilter(team_id=caller.team_id, scope=Scope.USER, owner_id=caller.user_id)
+        )
+        mine += self._all(
+            ctx,
+            MemoryFilter(team_id=caller.team_id, scope=Scope.PERSONA_USER, user_id=caller.user_id),
+        )
+        return {"memories": [m.to_json_dict() for m in mine]}
+
+    def erase(self, caller: Caller) -> dict[str, int]:
+        ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
+        return self._store.erase_user(ctx, caller.user_id)
+
+    # --- review pipeline --------------------------------------------------------------------
+    def _admin(self, caller: Caller) -> AccessContext:
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins review memories")
+        return context_for(caller)
+
+    def list_pending(
+        self,
+        caller: Caller,
+        *,
+        persona_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        ctx = self._admin(caller)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInput("limit", "must be an integer between 1 and 1000")
+        return self._store.list_memories(
+            ctx,
+            MemoryFilter(
+                team_id=caller.team_id,
+                status=Status.PENDING_REVIEW,
+                persona_id=_opt_id(persona_id, "personaId"),
+                limit=limit,
+                cursor=_opt_id(cursor, "cursor"),
+            ),
+        )
+
+    def _pending(self, ctx: AccessContext, memory_id: str) -> Memory:
+        found = self._store.get(ctx, _text(memory_id, "id", ID_MAX))
+        if found is None or found.status is not Status.PENDING_REVIEW:
+            raise NotFound("no pending memory with this id")
+        return found
+
+    def approve(
+        self, caller: Caller, memory_id: str, *, key: object = None, value: object = None
+    ) -> Memory:
+        ctx = self._admin(caller)
+        before = self._pending(ctx, memory_id)
+        key_s = None if key is None else _text(key, "key", KEY_MAX)
+        value_s = None if value is None else _text(value, "value", VALUE_MAX)
+        after = self._store.update(
+            ctx,
+            before.id,
+            key=key_s,
+            value=value_s,
+            status=Status.ACTIVE,
+            embedding=self._embed(f"{key_s or before.key}: {value_s or before.value}"),
+        )
+        if after is None:
+            raise NotFound("no pending memory with this id")
+        self._audit(ctx, after.id, "approve", before, after)
+        return after
+
+    def reject(self, caller: Caller, memory_id: str) -> Memory:
+        """Rejected proposals are archived, so the same key is never proposed again."""
+        ctx = self._admin(caller)
+        before = self._pending(ctx, memory_id)
+        after = self._store.update(ctx, before.id, status=Status.ARCHIVED)
+        if after is None:
+            raise NotFound("no pending memory with this id")
+        self._audit(ctx, after.id, "reject", before, after)
+        return after
+
+    def review_history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
+        return self._store.list_actions(self._admin(caller), memory_id)
+
+    # --- background jobs --------------------------------------------------------------------
+    def propose(  # noqa: PLR0917 - the extraction job's positional contract
+        self,
+        team_id: str,
+        user_id: str,
+        persona_id: str | None,
+        key: str,
+        value: str,
+        confidence: float,
+        source_channel_id: str | None,
+        scope: Scope | str | None = None,
+    ) -> Memory | None:
+        """An extraction proposal (``pending_review``). Key already active: dropped; pending:
+        refreshed; archived (rejected): never resurrected. ``None`` when dropped or when
+        memory is switched off."""
+        team = _text(team_id, "teamId", ID_MAX)
+        user = _text(user_id, "userId", ID_MAX)
+        persona = _opt_id(persona_id, "personaId")
+        key_s = _text(key, "key", KEY_MAX)
+        value_s = _text(value, "value", VALUE_MAX)
+        conf = _confidence(confidence)
+        channel = _opt_id(source_channel_id, "sourceChannelId")
+        system = Caller(user_id=user, team_id=team, is_team_admin=True, is_service=True)
+        target = save_target(system, persona, parse_scope(scope))
+        ctx = system_context(team, user)
+        persona_cfg = self._persona(ctx, persona)
+        if not self._enabled(ctx, persona_cfg):
+            return None
+        existing = self._store.find_by_key(
+            ctx, target.scope, target.owner_id, target.user_id, key_s
+        )
+        if existing is not None and existing.status is not Status.PENDING_REVIEW:
+            return None
+        memory, _ = self._store.upsert(
+            ctx,
+            NewMemory(
+                scope=target.scope,
+                owner_id=target.owner_id,
+                user_id=target.user_id,
+                team_id=team,
+                key=key_s,
+                value=value_s,
+                source_channel_id=channel,
+                confidence=conf,
+                status=Status.PENDING_REVIEW,
+                embedding=self._embed(f"{key_s}: {value_s}"),
+            ),
+        )
+        return memory
+
+    def apply_retention(
+        self,
+        team_id: str,
+        *,
+        archive_after_days: int | None,
+        delete_archived_after_days: int | None,
+        now: int | datetime | None = None,
+    ) -> dict[str, int]:
+        """Archive active memories untouched for ``archive_after_days``; hard-delete archived
+        ones untouched for ``delete_archived_after_days`` (``None``: never). ``now`` is epoch
+        ms or a datetime (default: the clock)."""
+        if now is None:
+            now = self._clock.now_ms()
+        when = now if isinstance(now, datetime) else datetime.fromtimestamp(now / 1000, UTC)
+        never = datetime(1970, 1, 1, tzinfo=UTC)
+        for field, days in (
+            ("archiveAfterDays", archive_after_days),
+            ("deleteArchivedAfterDays", delete_archived_after_days),
+        ):
+            if days is not None and (
+                isinstance(days, bool) or not isinstance(days, int) or days < 1
+            ):
+                raise InvalidInput(field, "must be a positive number of days")
+        return self._store.apply_retention(
+            system_context(team_id),
+            archive_before=when - timedelta(days=archive_after_days)
+            if archive_after_days
+            else never,
+            delete_archived_before=(
+                when - timedelta(days=delete_archived_after_days)
+                if delete_archived_after_days
+                else never
+            ),
+        )
+
+
+def _persona_config(raw: dict[str, Any]) -> PersonaConfig:
+    try:
+        return PersonaConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise invalid_from(exc) from None
