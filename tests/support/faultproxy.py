@@ -474,6 +474,10 @@ class FaultProxy:
             await self._serve(conn)
         except (OSError, asyncio.IncompleteReadError):
             conn.close(rst=True)
+        except asyncio.CancelledError:
+            # only stop() cancels a handler; end quietly (asyncio's stream callback would log
+            # the cancellation as an error on Python 3.11)
+            conn.close(rst=True)
         finally:
             conn.close(rst=False)
             self._conns.discard(conn)
