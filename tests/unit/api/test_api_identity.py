@@ -1,0 +1,174 @@
+"""The caller comes from verified claims only, in every shape API Gateway passes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engram.api.identity import caller_from_event, parse_list_claim
+from engram.errors import Forbidden, Unauthorized
+from engram.settings import Settings
+
+SETTINGS = Settings()
+
+
+def event(
+    claims: dict[str, Any] | None,
+    *,
+    scopes: list[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    context: dict[str, Any] = {"requestId": "r", "http": {"method": "GET", "path": "/"}}
+    if claims is not None:
+        context["authorizer"] = {"jwt": {"claims": claims, "scopes": scopes}}
+    return {"version": "2.0", "headers": headers or {}, "requestContext": context}
+
+
+def user_claims(**extra: Any) -> dict[str, Any]:
+    return {"sub": "alice", "custom:team": "acme", **extra}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("[engram-admins readers]", ["engram-admins", "readers"]),
+        ('["engram-admins","readers"]', ["engram-admins", "readers"]),
+        (["engram-admins", "readers"], ["engram-admins", "readers"]),
+        ("engram-admins,readers", ["engram-admins", "readers"]),
+        ("engram-admins readers", ["engram-admins", "readers"]),
+        ("[]", []),
+        ("", []),
+        (None, []),
+        ("[solo]", ["solo"]),
+    ],
+)
+def test_group_claim_shapes(raw: Any, expected: list[str]) -> None:
+    assert parse_list_claim(raw) == expected
+
+
+def test_plain_user() -> None:
+    caller = caller_from_event(event(user_claims()), SETTINGS)
+    assert (caller.user_id, caller.team_id) == ("alice", "acme")
+    assert not (caller.is_admin)
+    assert not (caller.is_team_admin)
+    assert not (caller.is_service)
+    assert caller.identity_id == "acme:alice"
+
+
+@pytest.mark.parametrize(
+    "groups", ["[engram-admins other]", ["engram-admins", "other"], "engram-admins"]
+)
+def test_admin_from_groups_in_any_shape(groups: Any) -> None:
+    caller = caller_from_event(event(user_claims(**{"cognito:groups": groups})), SETTINGS)
+    assert caller.is_admin
+    assert not caller.is_team_admin
+
+
+def test_team_admin() -> None:
+    claims = user_claims(**{"cognito:groups": "[engram-team-admins]"})
+    caller = caller_from_event(event(claims), SETTINGS)
+    assert caller.is_team_admin
+    assert not caller.is_admin
+    assert caller.can_administer_team("acme")
+    assert not caller.can_administer_team("globex")
+
+
+def test_configured_claim_names_are_used() -> None:
+    settings = Settings(team_claim="org", groups_claim="roles", admin_group="root")
+    claims = {"sub": "bob", "org": "globex", "roles": "[root]", "custom:team": "acme"}
+    caller = caller_from_event(event(claims), settings)
+    assert (caller.team_id, caller.is_admin) == ("globex", True)
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        None,
+        {},
+        {"custom:team": "acme"},
+        {"sub": "alice"},
+        {"sub": "", "custom:team": "acme"},
+        {"sub": "alice", "custom:team": "  "},
+        {"sub": "a\nb", "custom:team": "acme"},
+    ],
+)
+def test_missing_claims_are_unauthorized(claims: dict[str, Any] | None) -> None:
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(claims), SETTINGS)
+
+
+def test_no_authorizer_at_all_is_unauthorized() -> None:
+    with pytest.raises(Unauthorized):
+        caller_from_event({"headers": {}}, SETTINGS)
+
+
+def test_user_token_naming_another_user_is_forbidden() -> None:
+    with pytest.raises(Forbidden):
+        caller_from_event(event(user_claims(), headers={"x-engram-user": "bob"}), SETTINGS)
+
+
+def test_user_token_naming_itself_is_fine() -> None:
+    caller = caller_from_event(event(user_claims(), headers={"X-Engram-User": "alice"}), SETTINGS)
+    assert caller.user_id == "alice"
+
+
+def test_service_token_acts_for_user_of_its_team() -> None:
+    claims = {"sub": "chat-backend", "custom:team": "acme", "scope": "engram/service"}
+    caller = caller_from_event(
+        event(claims, scopes=["engram/service"], headers={"x-engram-user": "bob"}), SETTINGS
+    )
+    assert (caller.user_id, caller.team_id, caller.is_service) == ("bob", "acme", True)
+    assert caller.subject == "chat-backend"
+    assert caller.identity_id == "acme:bob"
+
+
+def test_service_scope_from_scope_claim_when_scopes_absent() -> None:
+    claims = {"sub": "svc", "custom:team": "acme", "scope": "engram/other engram/service"}
+    caller = caller_from_event(event(claims, headers={"x-engram-user": "bob"}), SETTINGS)
+    assert caller.is_service
+    assert caller.user_id == "bob"
+
+
+def test_service_team_from_team_scope() -> None:
+    claims = {"sub": "svc", "scope": "engram/service engram/team.globex"}
+    caller = caller_from_event(event(claims, headers={"x-engram-user": "carol"}), SETTINGS)
+    assert (caller.user_id, caller.team_id) == ("carol", "globex")
+
+
+@pytest.mark.parametrize("scope", ["engram/service", "engram/service engram/team.a engram/team.b"])
+def test_service_token_without_single_team_is_unauthorized(scope: str) -> None:
+    claims = {"sub": "svc", "scope": scope}
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(claims, headers={"x-engram-user": "bob"}), SETTINGS)
+
+
+def test_service_does_not_inherit_admin_groups_when_acting() -> None:
+    claims = {"sub": "svc", "custom:team": "acme", "cognito:groups": "[engram-admins]"}
+    caller = caller_from_event(
+        event(claims, scopes=["engram/service"], headers={"x-engram-user": "bob"}), SETTINGS
+    )
+    assert not caller.is_admin
+
+
+def test_service_without_header_acts_as_itself() -> None:
+    claims = {"sub": "svc", "custom:team": "acme"}
+    caller = caller_from_event(event(claims, scopes=["engram/service"]), SETTINGS)
+    assert (caller.user_id, caller.is_service, caller.subject) == ("svc", True, None)
+
+
+def test_service_naming_an_invalid_user_is_forbidden() -> None:
+    claims = {"sub": "svc", "custom:team": "acme"}
+    with pytest.raises(Forbidden):
+        caller_from_event(
+            event(claims, scopes=["engram/service"], headers={"x-engram-user": "b\x01ob"}),
+            SETTINGS,
+        )
+
+
+def test_a_user_scope_is_not_a_service() -> None:
+    claims = user_claims(scope="engram/user")
+    with pytest.raises(Forbidden):
+        caller_from_event(
+            event(claims, scopes=["engram/user"], headers={"x-engram-user": "bob"}), SETTINGS
+        )
