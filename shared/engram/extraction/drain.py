@@ -195,7 +195,8 @@ def _process_one(
     try:
         job = parse_job(item.body)
     except InvalidInput as exc:  # can never succeed: dead-letter at once, never drop silently
-        return JobOutcome(item.message_id, None, "dead_letter", f"invalid message: {exc.message}")
+        reason = f"invalid message: {exc.message}"
+        return JobOutcome(item.message_id, _job_id(item.body), "dead_letter", reason)
 
     try:
         if sink.is_erased(job.team_id, job.user_id, job.queued_at):

@@ -64,6 +64,14 @@ _HYPOTHETICAL = re.compile(
 _VALUE_CUT = re.compile(
     r"\s+(?:because|since|so\s+that|as\s+well\s+as|which|though|although)\b.*$|[,(].*$", _I
 )
+_TRAILING_WORDS = re.compile(
+    r"(?:\s+(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|right\s+now|too|"
+    r"as\s+well|also|though|lol|haha|thanks|thank\s+you))+$",
+    _I,
+)
+_ABBREVIATION = re.compile(
+    r"(?:^|\s)(?:mr|mrs|ms|dr|prof|st|sr|jr|mt|vs|etc|e\.g|i\.e|inc|ltd|co|no)\.$", _I
+)
 _TRAILING = " \t.,;:!?\"'`)]"
 _LEADING = " \t\"'`(["
 
@@ -73,6 +81,7 @@ def _clean_value(raw: str, *, cut: bool = True) -> str:
     if cut:
         value = _VALUE_CUT.sub("", value)
     value = value.strip(_TRAILING).lstrip(_LEADING)
+    value = _TRAILING_WORDS.sub("", value).strip(_TRAILING)
     return sanitise_value(value)
 
 
@@ -479,9 +488,19 @@ class _Sentence:
     question: bool
 
 
+def _split_sentences(text: str) -> list[str]:
+    pieces: list[str] = []
+    for raw in _SENTENCES.split(text):
+        if pieces and _ABBREVIATION.search(pieces[-1]) and raw.strip():
+            pieces[-1] = f"{pieces[-1]} {raw}"
+        else:
+            pieces.append(raw)
+    return pieces
+
+
 def _sentences(content: str) -> Iterator[_Sentence]:
     text = content.replace("\u2019", "'").replace("\u2018", "'")
-    for raw in _SENTENCES.split(text):
+    for raw in _split_sentences(text):
         sentence = raw.strip()
         if not sentence:
             continue
