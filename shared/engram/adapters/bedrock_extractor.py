@@ -24,10 +24,13 @@ from engram.extraction.llm import (
     system_prompts,
 )
 from engram.extraction.models import ExtractionResult, TranscriptJob, Usage
-from engram.extraction.ports import ExtractionError, ExtractionThrottled
+from engram.extraction.ports import ExtractionError, ExtractionThrottled, Extractor
+from engram.extraction.rules import RuleBasedExtractor
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
+
+    from engram.settings import Settings
 
 EXTRACTOR_NAME = "bedrock"
 
@@ -206,3 +209,13 @@ def _payload(response: dict[str, Any]) -> Any:
     if not texts:
         raise ExtractionError("model answer has neither a tool call nor text")
     return parse_json_text("\n".join(texts))
+
+
+def build_extractor(settings: Settings) -> Extractor:
+    """The extractor ``settings.extractor`` names: ``rules`` (default) or ``bedrock`` (model
+    ``settings.bedrock_extraction_model_id`` in ``settings.aws_region``). For composition roots."""
+    if settings.extractor == "bedrock":
+        return BedrockConverseExtractor(
+            model_id=settings.bedrock_extraction_model_id, region=settings.aws_region
+        )
+    return RuleBasedExtractor()

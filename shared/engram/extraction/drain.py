@@ -59,6 +59,20 @@ class ExtractionConfig(BaseModel):
     prompt: str | None = None
     persona_scope: bool = False
 
+    @classmethod
+    def for_persona(
+        cls, *, memory_enabled: bool, extraction_enabled: bool, prompt: str | None
+    ) -> ExtractionConfig:
+        """The recommended mapping of a persona's settings (SPEC §4: ``{memoryEnabled,
+        extraction: {enabled, prompt}}``): memory off -> the transcript is consumed and nothing
+        is proposed; ``extraction.enabled`` -> persona-scope learning on; the prompt (if any)
+        replaces the default prompt of model-based extractors."""
+        return cls(
+            enabled=memory_enabled,
+            prompt=(prompt or "").strip() or None,
+            persona_scope=extraction_enabled,
+        )
+
 
 @dataclass(frozen=True)
 class JobOutcome:

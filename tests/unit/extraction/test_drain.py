@@ -304,3 +304,12 @@ def test_hostile_transcript_creates_nothing(sink: FakeSink) -> None:
     outcome = process_batch([received(job)], RULES, sink)
     assert outcome.done == ["msg-job-1"]
     assert sink.memories == {}
+
+
+def test_persona_settings_map_to_extraction_config() -> None:
+    assert ExtractionConfig.for_persona(
+        memory_enabled=True, extraction_enabled=True, prompt="  Learn FAQs. "
+    ) == ExtractionConfig(enabled=True, prompt="Learn FAQs.", persona_scope=True)
+    assert ExtractionConfig.for_persona(
+        memory_enabled=False, extraction_enabled=False, prompt=""
+    ) == ExtractionConfig(enabled=False, prompt=None, persona_scope=False)
