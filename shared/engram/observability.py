@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -87,6 +88,8 @@ def metrics() -> Metrics:
     def make() -> Metrics:
         from aws_lambda_powertools import Metrics
 
+        # an invocation that records nothing is normal (health, reads): not worth a warning
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
         namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
         return Metrics(namespace=namespace, service=_service())
 
