@@ -1,0 +1,230 @@
+"""In-memory behavioural stores (development and unit tests). Thread-safe.
+
+``InMemoryBehaviourStore`` implements all three ports plus ``AtomicConsolidationStore``;
+the three single-port classes exist for the seed's API and for mixing stores.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from engram.behaviour.models import Fact, Observation
+from engram.behaviour.ports import RoundInput, aggregate
+from engram.clock import Clock, SystemClock
+
+
+class _Base:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    def shares_backing_with(self, other: object) -> bool:
+        return other is self
+
+
+class InMemoryObservationLog(_Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self._obs: dict[str, dict[str, Observation]] = {}  # identity -> id -> obs (with seq)
+        self._seq: dict[str, int] = {}
+
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        added = 0
+        with self._lock:
+            log = self._obs.setdefault(identity_id, {})
+            for obs in observations:
+                if obs.id in log:
+                    continue
+                seq = self._seq.get(identity_id, 0) + 1
+                self._seq[identity_id] = seq
+                log[obs.id] = obs.model_copy(update={"seq": seq, "identity_id": identity_id})
+                added += 1
+        return added
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        after = checkpoint or 0
+        with self._lock:
+            items = [o for o in self._obs.get(identity_id, {}).values() if (o.seq or 0) > after]
+        return sorted(items, key=lambda o: o.seq or 0)
+
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        with self._lock:
+            log = self._obs.get(identity_id, {})
+            doomed = [
+                k
+                for k, o in log.items()
+                if o.created_at < before_ms and (up_to_seq is None or (o.seq or 0) <= up_to_seq)
+            ]
+            for k in doomed:
+                del log[k]
+        return len(doomed)
+
+
+class InMemoryFactRepository(_Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self._facts: dict[str, dict[str, Fact]] = {}
+        self._version: dict[str, int] = {}
+
+    def _bump(self, identity_id: str) -> None:
+        self._version[identity_id] = self._version.get(identity_id, 0) + 1
+
+    def get(self, identity_id: str) -> list[Fact]:
+        with self._lock:
+            return list(self._facts.get(identity_id, {}).values())
+
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        self.upsert_batch(identity_id, [fact])
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        with self._lock:
+            store = self._facts.setdefault(identity_id, {})
+            for fact in facts:
+                store[fact.id] = fact
+            self._bump(identity_id)
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        with self._lock:
+            store = self._facts.get(identity_id, {})
+            n = sum(1 for fid in fact_ids if store.pop(fid, None) is not None)
+            self._bump(identity_id)
+        return n
+
+
+class InMemoryCheckpointStore(_Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self._cursor: dict[str, int] = {}
+
+    def get(self, identity_id: str) -> int | None:
+        with self._lock:
+            return self._cursor.get(identity_id)
+
+    def set(self, identity_id: str, value: int) -> None:
+        with self._lock:
+            self._cursor[identity_id] = value
+
+
+class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
+    """All three ports on shared state, with an atomic fenced commit."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        InMemoryObservationLog.__init__(self)
+        InMemoryFactRepository.__init__(self)
+        self._cursor: dict[str, int] = {}
+        self._active: dict[str, int] = {}
+        self.clock = clock or SystemClock()
+        self.checkpoints = _CheckpointView(self)
+
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        with self._lock:
+            self._active[identity_id] = self.clock.now_ms()
+            return super().append(identity_id, observations)
+
+    # The fact repository's get() wins the name; the checkpoint port is ``self.checkpoints``
+    # (or pass the store itself: consolidate() uses the atomic path and never calls it).
+    def get_checkpoint(self, identity_id: str) -> int | None:
+        with self._lock:
+            return self._cursor.get(identity_id)
+
+    def set_checkpoint(self, identity_id: str, value: int) -> None:
+        with self._lock:
+            self._cursor[identity_id] = value
+
+    def shares_backing_with(self, other: object) -> bool:
+        return other is self or other is self.checkpoints
+
+    def read_round(self, identity_id: str) -> RoundInput:
+        with self._lock:
+            cursor = self._cursor.get(identity_id, 0)
+            pending = self.since(identity_id, cursor)
+            return RoundInput(
+                cursor=cursor,
+                version=self._version.get(identity_id, 0),
+                facts=self.get(identity_id),
+                groups=aggregate(pending),
+                observation_count=len(pending),
+                max_seq=max((o.seq or 0 for o in pending), default=cursor),
+                max_created_at=max((o.created_at for o in pending), default=0),
+            )
+
+    def commit_round(
+        self,
+        identity_id: str,
+        *,
+        read: RoundInput,
+        upserts: Sequence[Fact],
+        deletes: Sequence[str],
+        prune_before_ms: int,
+        hard_prune_before_ms: int,
+        now_ms: int,
+    ) -> bool:
+        with self._lock:
+            if (
+                self._cursor.get(identity_id, 0) != read.cursor
+                or self._version.get(identity_id, 0) != read.version
+            ):
+                return False
+            store = self._facts.setdefault(identity_id, {})
+            for fact in upserts:
+                store[fact.id] = fact
+            for fid in deletes:
+                store.pop(fid, None)
+            self._bump(identity_id)
+            self._active[identity_id] = now_ms
+            self._cursor[identity_id] = read.max_seq
+            self.prune(identity_id, prune_before_ms, up_to_seq=read.max_seq)
+            self.prune(identity_id, hard_prune_before_ms)
+            return True
+
+    def erase(self, identity_id: str) -> dict[str, int]:
+        with self._lock:
+            obs = self._obs.pop(identity_id, {})
+            facts = self._facts.pop(identity_id, {})
+            self._cursor.pop(identity_id, None)
+            self._seq.pop(identity_id, None)
+            self._active.pop(identity_id, None)
+            self._bump(identity_id)
+        return {"observations": len(obs), "facts": len(facts)}
+
+    def export(self, identity_id: str) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "identityId": identity_id,
+                "checkpoint": self._cursor.get(identity_id),
+                "observations": [
+                    o.model_dump(by_alias=True) for o in self.since(identity_id, None)
+                ],
+                "facts": [
+                    f.model_dump(by_alias=True, exclude_none=True) for f in self.get(identity_id)
+                ],
+            }
+
+    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
+        return self.delete(identity_id, [fact_id]) == 1
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]:
+        with self._lock:
+            ids = [
+                i
+                for i, t in sorted(self._active.items(), key=lambda kv: (kv[1], kv[0]))
+                if active_before_ms is None or t < active_before_ms
+            ]
+        page = ids[cursor : cursor + limit]
+        return page, (cursor + len(page) if len(page) == limit else 0)
+
+
+class _CheckpointView:
+    """The checkpoint port of an ``InMemoryBehaviourStore``."""
+
+    def __init__(self, store: InMemoryBehaviourStore) -> None:
+        self._store = store
+
+    def get(self, identity_id: str) -> int | None:
+        return self._store.get_checkpoint(identity_id)
+
+    def set(self, identity_id: str, value: int) -> None:
+        self._store.set_checkpoint(identity_id, value)

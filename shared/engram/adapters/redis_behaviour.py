@@ -1,0 +1,519 @@
+"""Behavioural memory on Redis: cluster-safe keys, arrival-order cursor, fenced commits.
+
+Key layout (``P`` = ``Settings.redis_key_prefix``, every key of one identity shares the hash
+tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster mode):
+
+- ``P:state:{id}``   hash: ``seq`` (arrival counter), ``cursor`` (consolidated up to seq),
+  ``version`` (bumped by every fact mutation), ``active`` (last activity, epoch ms)
+- ``P:obs:{id}``     sorted set: observation JSON scored by arrival ``seq``
+- ``P:obsid:{id}``   hash: observation id → seq (``0`` once pruned: idempotency tombstone)
+- ``P:obsts:{id}``   sorted set: live observation ids scored by ``createdAt``
+- ``P:obsgone:{id}`` sorted set: tombstoned ids scored by ``createdAt`` (gone at 30 days)
+- ``P:facts:{id}``   hash: fact id → fact JSON
+- ``P:identities``   sorted set (not per identity): identity ids scored by last activity
+
+Every write refreshes a TTL backstop (``identity_ttl_days``) on all keys of the identity.
+A consolidation is one ``EVALSHA`` read (which also groups observations by fact key inside
+Redis) and one ``EVALSHA`` commit that only applies if the cursor and fact version are those it
+read; the index update rides in the same pipeline. ``round_trips`` counts network calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+from redis.exceptions import NoScriptError
+
+from engram.behaviour.models import Fact, FactCategory, Observation
+from engram.behaviour.ports import KeyGroup, RoundInput
+from engram.clock import MS_PER_DAY, Clock, SystemClock
+
+_PRUNE_LUA = """
+local function drop_live(id, tomb)
+  local seq = redis.call('HGET', KEYS[3], id)
+  if seq then redis.call('ZREMRANGEBYSCORE', KEYS[2], seq, seq) end
+  local ts = redis.call('ZSCORE', KEYS[4], id)
+  redis.call('ZREM', KEYS[4], id)
+  if tomb and ts then
+    redis.call('HSET', KEYS[3], id, 0)
+    redis.call('ZADD', KEYS[5], ts, id)
+  else
+    redis.call('HDEL', KEYS[3], id)
+  end
+end
+local function prune(soft_before, up_to, hard_before)
+  local n = 0
+  if soft_before then
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. soft_before)
+    for _, id in ipairs(ids) do
+      local seq = tonumber(redis.call('HGET', KEYS[3], id) or '0')
+      if seq <= up_to then drop_live(id, true); n = n + 1 end
+    end
+  end
+  if hard_before then
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. hard_before)
+    for _, id in ipairs(ids) do drop_live(id, false); n = n + 1 end
+    local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. hard_before)
+    for _, id in ipairs(gone) do redis.call('HDEL', KEYS[3], id) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. hard_before)
+  end
+  return n
+end
+local function touch(ttl)
+  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+"""
+
+# KEYS: state obs obsid obsts obsgone facts
+# ARGV: ttl_ms now_ms then (id, createdAt, json) triples
+_APPEND = (
+    _PRUNE_LUA
+    + """
+local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+local added = 0
+for i = 3, #ARGV, 3 do
+  local id = ARGV[i]
+  if redis.call('HEXISTS', KEYS[3], id) == 0 then
+    seq = seq + 1
+    redis.call('HSET', KEYS[3], id, seq)
+    redis.call('ZADD', KEYS[2], seq, ARGV[i + 2])
+    redis.call('ZADD', KEYS[4], ARGV[i + 1], id)
+    added = added + 1
+  end
+end
+redis.call('HSET', KEYS[1], 'seq', seq, 'active', ARGV[2])
+touch(ARGV[1])
+return added
+"""
+)
+
+# KEYS: state obs facts. Returns cursor, version, count, max_seq, max_created, groups, facts.
+_READ = """
+local st = redis.call('HMGET', KEYS[1], 'cursor', 'version')
+local cursor = tonumber(st[1] or '0')
+local version = tonumber(st[2] or '0')
+local rows = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'WITHSCORES')
+local tools, order = {}, {}
+local others, oorder = {}, {}
+local n, maxseq, maxcreated = 0, cursor, 0
+for i = 1, #rows, 2 do
+  local seq = tonumber(rows[i + 1])
+  if seq > maxseq then maxseq = seq end
+  n = n + 1
+  local ok, o = pcall(cjson.decode, rows[i])
+  if ok and type(o) == 'table' and type(o['metadata']) == 'table' then
+    local md = o['metadata']
+    local created = tonumber(o['createdAt']) or 0
+    if created > maxcreated then maxcreated = created end
+    local t = o['type']
+    if (t == 'tool_success' or t == 'tool_failure') and type(md['toolName']) == 'string' then
+      local name = md['toolName']
+      local g = tools[name]
+      if not g then g = {0, 0, 0}; tools[name] = g; order[#order + 1] = name end
+      if t == 'tool_success' then g[1] = g[1] + 1 else g[2] = g[2] + 1 end
+      if seq > g[3] then g[3] = seq end
+    else
+      local cat, subject, label
+      if t == 'entity_access' and type(md['entityType']) == 'string'
+          and type(md['entityId']) == 'string' then
+        cat = 'entity_frequency'
+        subject = 'entity_frequency:' .. md['entityType'] .. ':' .. md['entityId']
+        label = md['entityId']
+        if type(md['entityName']) == 'string' and md['entityName'] ~= '' then
+          label = md['entityName']
+        end
+      elseif t == 'query_pattern' and type(md['domain']) == 'string' then
+        cat = 'domain_preference'
+        subject = 'domain_preference:' .. md['domain']
+        label = md['domain']
+      end
+      if cat then
+        local g = others[subject]
+        if not g then g = {cat, subject, label, 0, 0}; others[subject] = g;
+          oorder[#oorder + 1] = subject end
+        g[3] = label
+        g[4] = g[4] + 1
+        if seq > g[5] then g[5] = seq end
+      end
+    end
+  end
+end
+local groups = {}
+for _, name in ipairs(order) do
+  local g = tools[name]
+  if g[1] > 0 then
+    groups[#groups + 1] = {'tool_affinity', 'tool_affinity:' .. name, name, g[1], g[1], g[2], g[3]}
+  end
+  if g[2] > 0 then
+    local subject = 'tool_avoidance:' .. name
+    groups[#groups + 1] = {'tool_avoidance', subject, name, g[2], g[1], g[2], g[3]}
+  end
+end
+for _, subject in ipairs(oorder) do
+  local g = others[subject]
+  groups[#groups + 1] = {g[1], g[2], g[3], g[4], 0, 0, g[5]}
+end
+return {cursor, version, n, maxseq, maxcreated, groups, redis.call('HVALS', KEYS[3])}
+"""
+
+# KEYS: state obs obsid obsts obsgone facts
+# ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before n_up,
+#       n_up (id, json) pairs, then fact ids to delete
+_COMMIT = (
+    _PRUNE_LUA
+    + """
+local st = redis.call('HMGET', KEYS[1], 'cursor', 'version')
+if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
+  return -1
+end
+local nup = tonumber(ARGV[8])
+local i = 9
+for _ = 1, nup do
+  redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HDEL', KEYS[6], ARGV[i])
+  i = i + 1
+end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+local pruned = prune(ARGV[6], tonumber(ARGV[3]), ARGV[7])
+touch(ARGV[5])
+return pruned
+"""
+)
+
+# KEYS: state obs obsid obsts obsgone facts. ARGV: soft_before|'' up_to hard_before|''
+_PRUNE = (
+    _PRUNE_LUA
+    + """
+local soft, hard = nil, nil
+if ARGV[1] ~= '' then soft = ARGV[1] end
+if ARGV[3] ~= '' then hard = ARGV[3] end
+return prune(soft, tonumber(ARGV[2]), hard)
+"""
+)
+
+# KEYS: state obs obsid obsts obsgone facts. ARGV: ttl now mode(upsert|delete) args...
+_FACTS = (
+    _PRUNE_LUA
+    + """
+local n = 0
+if ARGV[3] == 'upsert' then
+  for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]); n = n + 1 end
+  touch(ARGV[1])
+else
+  for i = 4, #ARGV do n = n + redis.call('HDEL', KEYS[6], ARGV[i]) end
+end
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return n
+"""
+)
+
+# KEYS: state obs obsid obsts obsgone facts
+_ERASE = """
+local obs = redis.call('ZCARD', KEYS[2])
+local facts = redis.call('HLEN', KEYS[6])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+return {obs, facts}
+"""
+
+_SCRIPTS = {
+    "append": _APPEND,
+    "read": _READ,
+    "commit": _COMMIT,
+    "prune": _PRUNE,
+    "facts": _FACTS,
+    "erase": _ERASE,
+}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class _RedisBase:
+    """Shared plumbing: keys, scripts, the round-trip counter and retention helpers."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "engram",
+        ttl_days: int = 90,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.ttl_ms = ttl_days * MS_PER_DAY
+        self.clock = clock or SystemClock()
+        self.round_trips = 0
+        self._sha: dict[str, str] = {}
+
+    # --- keys -------------------------------------------------------------------------
+    def keys(self, identity_id: str) -> list[str]:
+        """state, obs, obsid, obsts, obsgone, facts — all with the hash tag ``{identity}``."""
+        tag = "{" + identity_id + "}"
+        p = self.prefix
+        return [
+            f"{p}:{name}:{tag}" for name in ("state", "obs", "obsid", "obsts", "obsgone", "facts")
+        ]
+
+    @property
+    def index_key(self) -> str:
+        return f"{self.prefix}:identities"
+
+    def shares_backing_with(self, other: object) -> bool:
+        return (
+            isinstance(other, _RedisBase | _CheckpointView)
+            and _backing(other).client is self.client
+            and _backing(other).prefix == self.prefix
+        )
+
+    # --- script plumbing --------------------------------------------------------------
+    def _load(self) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for source in _SCRIPTS.values():
+            pipe.script_load(source)
+        shas = pipe.execute()
+        self.round_trips += 1
+        self._sha = {name: _text(sha) for name, sha in zip(_SCRIPTS, shas, strict=True)}
+
+    def _run(
+        self, name: str, keys: Sequence[str], args: Sequence[Any], *, touch: str | None = None
+    ) -> Any:
+        """EVALSHA one script (plus an index ZADD for ``touch``) in one round trip."""
+        if not self._sha:
+            self._load()
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.evalsha(self._sha[name], len(keys), *keys, *args)
+            if touch is not None:
+                pipe.zadd(self.index_key, {touch: self.clock.now_ms()})
+            results = pipe.execute(raise_on_error=False)
+            self.round_trips += 1
+            first = results[0]
+            if isinstance(first, NoScriptError) and attempt == 0:
+                self._load()  # the server restarted or flushed its script cache
+                continue
+            for item in results:
+                if isinstance(item, Exception):
+                    raise item
+            return first
+        raise NoScriptError("script could not be loaded")  # pragma: no cover
+
+    # --- retention helpers ------------------------------------------------------------
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        """Drop observations created before ``before_ms``; with ``up_to_seq`` only those
+        already consolidated (seq <= up_to_seq), leaving an idempotency tombstone."""
+        if up_to_seq is None:
+            args: list[Any] = ["", 0, before_ms]
+        else:
+            args = [before_ms, up_to_seq, ""]
+        return int(self._run("prune", self.keys(identity_id), args))
+
+    def erase(self, identity_id: str) -> dict[str, int]:
+        """Delete every key of the identity and its index entry; counts of what was removed."""
+        if not self._sha:
+            self._load()
+        pipe = self.client.pipeline(transaction=False)
+        keys = self.keys(identity_id)
+        pipe.evalsha(self._sha["erase"], len(keys), *keys)
+        pipe.zrem(self.index_key, identity_id)
+        results = pipe.execute(raise_on_error=False)
+        self.round_trips += 1
+        if isinstance(results[0], NoScriptError):
+            self._load()
+            return self.erase(identity_id)
+        for item in results:
+            if isinstance(item, Exception):
+                raise item
+        obs, facts = results[0]
+        return {"observations": int(obs), "facts": int(facts)}
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]:
+        """One page of identity ids (least recently active first) and the next cursor
+        (0 when done). ``active_before_ms`` keeps identities idle since before that time."""
+        high: int | str = "+inf" if active_before_ms is None else f"({active_before_ms}"
+        rows = self.client.zrangebyscore(self.index_key, "-inf", high, start=cursor, num=limit)
+        self.round_trips += 1
+        ids = [_text(r) for r in rows]
+        return ids, (cursor + len(ids) if len(ids) == limit else 0)
+
+    def export(self, identity_id: str) -> dict[str, Any]:
+        """Everything stored for the identity (stored, not decayed, confidence)."""
+        state, obs, _, _, _, facts = self.keys(identity_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(state)
+        pipe.zrange(obs, 0, -1, withscores=True)
+        pipe.hvals(facts)
+        st, rows, fact_rows = pipe.execute()
+        self.round_trips += 1
+        cursor = st.get(b"cursor") if st else None
+        return {
+            "identityId": identity_id,
+            "checkpoint": int(cursor) if cursor is not None else None,
+            "observations": [{**json.loads(member), "seq": int(score)} for member, score in rows],
+            "facts": [json.loads(v) for v in fact_rows],
+        }
+
+    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
+        n = self._run("facts", self.keys(identity_id), [self.ttl_ms, 0, "delete", fact_id])
+        return int(n) == 1
+
+    # --- the atomic consolidation store -------------------------------------------------
+    def read_round(self, identity_id: str) -> RoundInput:
+        state, obs, _, _, _, facts = self.keys(identity_id)
+        cursor, version, n, max_seq, max_created, groups, fact_rows = self._run(
+            "read", [state, obs, facts], []
+        )
+        return RoundInput(
+            cursor=int(cursor),
+            version=int(version),
+            facts=[Fact.model_validate_json(v) for v in fact_rows],
+            groups=[
+                KeyGroup(
+                    FactCategory(_text(g[0])),
+                    _text(g[1]),
+                    _text(g[2]),
+                    int(g[3]),
+                    int(g[4]),
+                    int(g[5]),
+                    int(g[6]),
+                )
+                for g in groups
+            ],
+            observation_count=int(n),
+            max_seq=int(max_seq),
+            max_created_at=int(max_created),
+        )
+
+    def commit_round(
+        self,
+        identity_id: str,
+        *,
+        read: RoundInput,
+        upserts: Sequence[Fact],
+        deletes: Sequence[str],
+        prune_before_ms: int,
+        hard_prune_before_ms: int,
+        now_ms: int,
+    ) -> bool:
+        args: list[Any] = [
+            read.cursor,
+            read.version,
+            read.max_seq,
+            now_ms,
+            self.ttl_ms,
+            prune_before_ms,
+            hard_prune_before_ms,
+            len(upserts),
+        ]
+        for fact in upserts:
+            args += [fact.id, fact.to_storage_json()]
+        args += list(deletes)
+        result = self._run("commit", self.keys(identity_id), args, touch=identity_id)
+        return int(result) >= 0
+
+
+def _backing(obj: object) -> _RedisBase:
+    if isinstance(obj, _CheckpointView):
+        return obj.store
+    assert isinstance(obj, _RedisBase)
+    return obj
+
+
+class RedisObservationLog(_RedisBase):
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        """Append observations not seen before (by id); returns how many were new."""
+        if not observations:
+            return 0
+        args: list[Any] = [self.ttl_ms, self.clock.now_ms()]
+        for obs in observations:
+            args += [obs.id, obs.created_at, obs.to_storage_json()]
+        return int(self._run("append", self.keys(identity_id), args, touch=identity_id))
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        _, obs, _, _, _, _ = self.keys(identity_id)
+        rows: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
+            obs, f"({checkpoint or 0}", "+inf", withscores=True
+        )
+        self.round_trips += 1
+        out = []
+        for member, score in rows:
+            o = Observation.model_validate_json(member)
+            out.append(o.model_copy(update={"seq": int(score)}))
+        return out
+
+
+class RedisFactRepository(_RedisBase):
+    def get(self, identity_id: str) -> list[Fact]:
+        rows = self.client.hvals(self.keys(identity_id)[5])
+        self.round_trips += 1
+        return [Fact.model_validate_json(v) for v in rows]
+
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        self.upsert_batch(identity_id, [fact])
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        if not facts:
+            return
+        args: list[Any] = [self.ttl_ms, 0, "upsert"]
+        for fact in facts:
+            args += [fact.id, fact.to_storage_json()]
+        self._run("facts", self.keys(identity_id), args, touch=identity_id)
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        if not fact_ids:
+            return 0
+        args: list[Any] = [self.ttl_ms, 0, "delete", *fact_ids]
+        return int(self._run("facts", self.keys(identity_id), args))
+
+
+class RedisCheckpointStore(_RedisBase):
+    def get(self, identity_id: str) -> int | None:
+        value = self.client.hget(self.keys(identity_id)[0], "cursor")
+        self.round_trips += 1
+        return int(value) if value is not None else None
+
+    def set(self, identity_id: str, value: int) -> None:
+        self.client.hset(self.keys(identity_id)[0], "cursor", value)
+        self.round_trips += 1
+
+
+class _CheckpointView:
+    """The checkpoint port of a ``RedisBehaviourStore``."""
+
+    def __init__(self, store: RedisBehaviourStore) -> None:
+        self.store = store
+
+    def get(self, identity_id: str) -> int | None:
+        return RedisCheckpointStore.get(self.store, identity_id)  # type: ignore[arg-type]
+
+    def set(self, identity_id: str, value: int) -> None:
+        RedisCheckpointStore.set(self.store, identity_id, value)  # type: ignore[arg-type]
+
+
+class RedisBehaviourStore(RedisObservationLog, RedisFactRepository):
+    """Observation log + fact repository + (``.checkpoints``) checkpoint store on one client.
+
+    ``consolidate(id, observations=s, facts=s, checkpoints=s.checkpoints, …)`` takes the
+    atomic path: one read, one fenced commit.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "engram",
+        ttl_days: int = 90,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(client, prefix=prefix, ttl_days=ttl_days, clock=clock)
+        self.checkpoints = _CheckpointView(self)

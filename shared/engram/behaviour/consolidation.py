@@ -1,0 +1,213 @@
+"""Consolidation: observations become facts (seed §2, SPEC §2).
+
+``consolidate`` runs the seed's ten steps. When the three stores share one backing store that
+implements ``AtomicConsolidationStore`` it reads once and commits facts + checkpoint + prune in
+one fenced write (a constant number of round trips; a concurrent round that lost the race
+re-reads and returns the winner's facts). Otherwise it uses the seed's methods, and each fact
+remembers the arrival sequence it was reinforced up to (``round_cursor``), so a crash between
+writing facts and the checkpoint does not reinforce twice on the rerun.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from engram.behaviour.decay import NEW_FACT_CONFIDENCE, DecayStrategy
+from engram.behaviour.models import Fact, FactCategory, fact_id
+from engram.behaviour.ports import (
+    AtomicConsolidationStore,
+    CheckpointStore,
+    FactRepository,
+    KeyGroup,
+    ObservationLog,
+    RoundInput,
+    aggregate,
+)
+from engram.behaviour.sanitize import quote_name
+from engram.clock import MS_PER_DAY
+
+PRUNE_KEEP_MS = 7 * MS_PER_DAY
+RETENTION_MS = 30 * MS_PER_DAY
+MAX_ATTEMPTS = 3
+
+
+def fact_content(category: FactCategory, label: str, subject: str) -> str:
+    """Display text of a new fact; names are sanitised and quoted (inert data)."""
+    name = quote_name(label)
+    if category is FactCategory.TOOL_AFFINITY:
+        return f"Tool {name} works well for this user"
+    if category is FactCategory.TOOL_AVOIDANCE:
+        return f"Tool {name} tends to fail for this user"
+    if category is FactCategory.ENTITY_FREQUENCY:
+        entity_type = subject.split(":", 2)[1] if subject.count(":") >= 2 else "entity"
+        return f"Frequently works with {quote_name(entity_type, max_len=32)} {name}"
+    if category is FactCategory.DOMAIN_PREFERENCE:
+        return f"Often asks about {name}"
+    return f"Recurring issue: {name}"
+
+
+def with_current_confidence(facts: Sequence[Fact], decay: DecayStrategy, now: int) -> list[Fact]:
+    """Facts carrying their current confidence, expired ones left out, best ranked first."""
+    out: list[Fact] = []
+    for fact in facts:
+        current = decay.apply(fact, now)
+        if current >= decay.expiry_threshold:
+            out.append(fact.model_copy(update={"confidence": current}))
+    out.sort(key=lambda f: (-f.rank(), f.subject))
+    return out
+
+
+def plan_round(
+    identity_id: str,
+    groups: Sequence[KeyGroup],
+    existing: Sequence[Fact],
+    decay: DecayStrategy,
+    *,
+    now: int,
+    round_cursor: int,
+) -> tuple[list[Fact], list[str], list[Fact]]:
+    """Steps 4-7: returns (facts to upsert, fact ids to delete, active facts as stored)."""
+    by_subject = {f.subject: f for f in existing}
+    upserts: list[Fact] = []
+    touched: set[str] = set()
+    for group in groups:
+        touched.add(group.subject)
+        current = by_subject.get(group.subject)
+        if current is None:
+            fact = Fact(
+                id=fact_id(group.subject),
+                identity_id=identity_id,
+                category=group.category,
+                subject=group.subject,
+                content=fact_content(group.category, group.label, group.subject),
+                confidence=NEW_FACT_CONFIDENCE,
+                reinforcement_count=1,
+                last_reinforced_at=now,
+                created_at=now,
+                updated_at=now,
+                ease_factor=decay.new_fact_ease(),
+            )
+        elif current.round_cursor is not None and current.round_cursor >= group.max_seq:
+            continue  # already reinforced by these very observations (crash rerun)
+        else:
+            fact = decay.reinforce(current, group.quality(), now=now)
+        fact = fact.model_copy(update={"round_cursor": round_cursor})
+        by_subject[group.subject] = fact
+        upserts.append(fact)
+    deletes: list[str] = []
+    active: list[Fact] = []
+    for subject, fact in by_subject.items():
+        if subject not in touched and decay.apply(fact, now) < decay.expiry_threshold:
+            deletes.append(fact.id)
+        else:
+            active.append(fact)
+    return upserts, deletes, active
+
+
+def _now(now: int | None) -> int:
+    return now if now is not None else time.time_ns() // 1_000_000
+
+
+def _atomic_store(
+    observations: object, facts: object, checkpoints: object
+) -> AtomicConsolidationStore | None:
+    if not isinstance(observations, AtomicConsolidationStore):
+        return None
+    if observations.shares_backing_with(facts) and observations.shares_backing_with(checkpoints):
+        return observations
+    return None
+
+
+def consolidate(
+    identity_id: str,
+    *,
+    observations: ObservationLog,
+    facts: FactRepository,
+    checkpoints: CheckpointStore,
+    decay: DecayStrategy,
+    now: int | None = None,
+) -> list[Fact]:
+    """Consolidate pending observations of one identity into facts.
+
+    Returns the active facts with their current confidence (best ranked first).
+    """
+    now_ms = _now(now)
+    atomic = _atomic_store(observations, facts, checkpoints)
+    if atomic is not None:
+        return _consolidate_atomic(identity_id, atomic, decay, now_ms)
+    return _consolidate_ports(
+        identity_id,
+        observations=observations,
+        facts=facts,
+        checkpoints=checkpoints,
+        decay=decay,
+        now=now_ms,
+    )
+
+
+def _consolidate_atomic(
+    identity_id: str, store: AtomicConsolidationStore, decay: DecayStrategy, now: int
+) -> list[Fact]:
+    read: RoundInput | None = None
+    for _ in range(MAX_ATTEMPTS):
+        read = store.read_round(identity_id)
+        if read.observation_count == 0:
+            return with_current_confidence(read.facts, decay, now)
+        upserts, deletes, active = plan_round(
+            identity_id, read.groups, read.facts, decay, now=now, round_cursor=read.max_seq
+        )
+        if store.commit_round(
+            identity_id,
+            read=read,
+            upserts=upserts,
+            deletes=deletes,
+            prune_before_ms=read.max_created_at - PRUNE_KEEP_MS,
+            hard_prune_before_ms=now - RETENTION_MS,
+            now_ms=now,
+        ):
+            return with_current_confidence(active, decay, now)
+    # Fenced out every time (a storm of concurrent rounds): answer with what was read.
+    assert read is not None
+    return with_current_confidence(read.facts, decay, now)
+
+
+def _consolidate_ports(
+    identity_id: str,
+    *,
+    observations: ObservationLog,
+    facts: FactRepository,
+    checkpoints: CheckpointStore,
+    decay: DecayStrategy,
+    now: int,
+) -> list[Fact]:
+    checkpoint = checkpoints.get(identity_id)  # 1. read checkpoint
+    pending = observations.since(identity_id, checkpoint)  # 2. fetch new observations
+    existing = facts.get(identity_id)
+    if not pending:  # 3. short-circuit
+        return with_current_confidence(existing, decay, now)
+    max_seq = max(o.seq or 0 for o in pending)
+    groups = aggregate(pending)  # 5. unique fact keys
+    upserts, deletes, active = plan_round(  # 4, 6, 7
+        identity_id, groups, existing, decay, now=now, round_cursor=max_seq
+    )
+    if upserts:  # 8. persist, checkpoint last
+        facts.upsert_batch(identity_id, upserts)
+    if deletes:
+        facts.delete(identity_id, deletes)
+    checkpoints.set(identity_id, max_seq)
+    max_created = max(o.created_at for o in pending)  # 9. prune
+    observations.prune(identity_id, max_created - PRUNE_KEEP_MS, up_to_seq=max_seq)
+    observations.prune(identity_id, now - RETENTION_MS)
+    return with_current_confidence(active, decay, now)  # 10.
+
+
+def sweep_expired(
+    identity_id: str, *, facts: FactRepository, decay: DecayStrategy, now: int | None = None
+) -> int:
+    """Delete facts whose current confidence is below the expiry threshold (maintenance job)."""
+    now_ms = _now(now)
+    expired = [
+        f.id for f in facts.get(identity_id) if decay.apply(f, now_ms) < decay.expiry_threshold
+    ]
+    return facts.delete(identity_id, expired) if expired else 0

@@ -1,0 +1,143 @@
+"""Confidence decay strategies (seed §3, SPEC §2).
+
+Stored confidence is the strength as of ``last_reinforced_at``; ``apply`` computes the current
+confidence from it and never persists anything.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, runtime_checkable
+
+from engram.behaviour.models import Fact
+from engram.clock import MS_PER_DAY
+
+BASE_DECAY = 0.95
+REINFORCE_AMOUNT = 0.1
+EXPIRY_THRESHOLD = 0.1
+MAX_CONFIDENCE = 1.0
+NEW_FACT_CONFIDENCE = 0.5
+DEFAULT_EASE = 2.5
+MIN_EASE = 1.3
+
+
+@runtime_checkable
+class DecayStrategy(Protocol):
+    @property
+    def expiry_threshold(self) -> float: ...
+
+    def apply(self, fact: Fact, now: int) -> float:
+        """Current confidence of ``fact`` at epoch ms ``now``."""
+        ...
+
+    def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
+        """The fact after one reinforcement at ``now`` (stored confidence + 0.1, capped)."""
+        ...
+
+    def new_fact_ease(self) -> float | None:
+        """The ease factor a new fact starts with (None when the strategy has none)."""
+        ...
+
+
+def _days(fact: Fact, now: int) -> float:
+    return max(0.0, (now - fact.last_reinforced_at) / MS_PER_DAY)
+
+
+def half_life_days(base: float = BASE_DECAY) -> float:
+    """ln(0.5) / ln(base): about 13.5 days for 0.95."""
+    return math.log(0.5) / math.log(base)
+
+
+def days_until_expiry(
+    confidence: float, *, threshold: float = EXPIRY_THRESHOLD, base: float = BASE_DECAY
+) -> float:
+    """Idle days until ``confidence`` decays below ``threshold`` (ExponentialDecay)."""
+    return math.log(threshold / confidence) / math.log(base)
+
+
+class ExponentialDecay:
+    """``confidence × 0.95^days`` (the default)."""
+
+    def __init__(
+        self,
+        *,
+        base_decay: float = BASE_DECAY,
+        reinforce_amount: float = REINFORCE_AMOUNT,
+        expiry_threshold: float = EXPIRY_THRESHOLD,
+    ) -> None:
+        self.base_decay = base_decay
+        self.reinforce_amount = reinforce_amount
+        self._expiry_threshold = expiry_threshold
+
+    @property
+    def expiry_threshold(self) -> float:
+        return self._expiry_threshold
+
+    def _exponent(self, fact: Fact, now: int) -> float:
+        return _days(fact, now)
+
+    def apply(self, fact: Fact, now: int) -> float:
+        value: float = fact.confidence * self.base_decay ** self._exponent(fact, now)
+        return value
+
+    def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
+        return fact.model_copy(
+            update={
+                "confidence": min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
+                "reinforcement_count": fact.reinforcement_count + 1,
+                "last_reinforced_at": now,
+                "updated_at": now,
+            }
+        )
+
+    def new_fact_ease(self) -> float | None:
+        return None
+
+
+class AdaptiveDecay(ExponentialDecay):
+    """SM-2 inspired: ``confidence × 0.95^(days / easeFactor)``; ease moves with quality."""
+
+    def __init__(
+        self,
+        *,
+        default_ease: float = DEFAULT_EASE,
+        min_ease: float = MIN_EASE,
+        base_decay: float = BASE_DECAY,
+        reinforce_amount: float = REINFORCE_AMOUNT,
+        expiry_threshold: float = EXPIRY_THRESHOLD,
+    ) -> None:
+        super().__init__(
+            base_decay=base_decay,
+            reinforce_amount=reinforce_amount,
+            expiry_threshold=expiry_threshold,
+        )
+        self.default_ease = default_ease
+        self.min_ease = min_ease
+
+    def ease_of(self, fact: Fact) -> float:
+        return fact.ease_factor if fact.ease_factor is not None else self.default_ease
+
+    def next_ease(self, ease: float, quality: float) -> float:
+        q = min(1.0, max(0.0, quality))
+        return max(self.min_ease, ease + 0.1 - (1.0 - q) * 0.3)
+
+    def _exponent(self, fact: Fact, now: int) -> float:
+        return _days(fact, now) / self.ease_of(fact)
+
+    def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
+        reinforced = super().reinforce(fact, quality, now=now)
+        return reinforced.model_copy(
+            update={"ease_factor": self.next_ease(self.ease_of(fact), quality)}
+        )
+
+    def new_fact_ease(self) -> float | None:
+        return self.default_ease
+
+
+def decay_from_name(name: str) -> DecayStrategy:
+    """``"exponential"`` or ``"adaptive"`` (``Settings.decay``)."""
+    if name == "exponential":
+        return ExponentialDecay()
+    if name == "adaptive":
+        return AdaptiveDecay()
+    raise ValueError(f"unknown decay strategy {name!r}")

@@ -1,0 +1,269 @@
+"""Server-side emission: raw ``query`` and ``tool`` events become observations (seed §1).
+
+Rules are configurable (``EmissionRules``; ``Settings.emission_rules_file`` JSON): domain
+regexes, meta-tool names (never observed) and JMESPath entity rules applied to tool results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import jmespath
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from engram.behaviour.models import MAX_CONTENT_CHARS, Observation, ObservationType
+from engram.behaviour.sanitize import clean_text
+
+MAX_QUERY_CHARS = 500
+MAX_ENTITIES_PER_RESULT = 20
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class QueryEvent(_Camel):
+    kind: Literal["query"] = "query"
+    text: str = Field(min_length=1, max_length=8000)
+    event_id: str | None = Field(default=None, max_length=128)
+
+
+class ToolEvent(_Camel):
+    kind: Literal["tool"] = "tool"
+    tool_name: str = Field(min_length=1, max_length=200)
+    ok: bool
+    duration_ms: float = Field(ge=0)
+    error: str | None = Field(default=None, max_length=2000)
+    result: Any = None
+    event_id: str | None = Field(default=None, max_length=128)
+
+
+Event = Annotated[QueryEvent | ToolEvent, Field(discriminator="kind")]
+
+
+class EntityRule(_Camel):
+    """Entities a tool result names: ``select`` picks objects, ``id``/``name`` read them."""
+
+    tool_name: str
+    entity_type: str = Field(min_length=1, max_length=64)
+    select: str = "@"
+    id: str
+    name: str | None = None
+
+    @field_validator("select", "id", "name")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                jmespath.compile(value)
+            except jmespath.exceptions.JMESPathError as exc:
+                raise ValueError(f"invalid JMESPath expression: {exc}") from None
+        return value
+
+
+DEFAULT_DOMAIN_PATTERNS: dict[str, str] = {
+    "royalty": r"\broyalt(?:y|ies)\b",
+    "contract": r"\bcontracts?\b",
+    "account": r"\baccounts?\b",
+    "product": r"\bproducts?\b",
+    "revenue": r"\brevenues?\b",
+}
+DEFAULT_META_TOOLS: tuple[str, ...] = (
+    "search_catalog",
+    "search_tools",
+    "memory_save",
+    "memory_recall",
+)
+DEFAULT_ENTITY_RULES: tuple[EntityRule, ...] = (
+    EntityRule(
+        tool_name="get_account",
+        entity_type="account",
+        select="account || @",
+        id="id || accountId || account_id",
+        name="name || accountName || account_name",
+    ),
+    EntityRule(
+        tool_name="search_snowflake_schema",
+        entity_type="schema_table",
+        select="tables || results || @",
+        id="fullName || full_name || qualifiedName || name || table_name",
+        name="name || table_name",
+    ),
+    EntityRule(
+        tool_name="get_products_by_isrc",
+        entity_type="product",
+        select="products || items || @",
+        id="isrc || id",
+        name="title || name",
+    ),
+)
+
+
+class EmissionRules(_Camel):
+    domain_patterns: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAIN_PATTERNS))
+    meta_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_META_TOOLS))
+    entity_rules: list[EntityRule] = Field(default_factory=lambda: list(DEFAULT_ENTITY_RULES))
+
+    @field_validator("domain_patterns")
+    @classmethod
+    def _regexes(cls, value: dict[str, str]) -> dict[str, str]:
+        for domain, pattern in value.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"domain {domain!r}: invalid regex: {exc}") from None
+        return value
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> EmissionRules:
+        """Rules from a JSON file (camelCase keys); defaults when ``path`` is None."""
+        if path is None:
+            return cls()
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+    @cached_property
+    def _compiled(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(d, re.compile(p, re.IGNORECASE)) for d, p in self.domain_patterns.items()]
+
+    def domains_of(self, text: str) -> list[str]:
+        return [d for d, rx in self._compiled if rx.search(text)]
+
+    def rules_for(self, tool_name: str) -> list[EntityRule]:
+        return [r for r in self.entity_rules if r.tool_name == tool_name]
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str | int | float):
+        text = str(value).strip()
+        return text[:200] if text else None
+    return None
+
+
+def extract_entities(rule: EntityRule, result: Any) -> list[tuple[str, str | None]]:
+    """(entityId, entityName) pairs a tool result names according to ``rule``."""
+    try:
+        selected = jmespath.search(rule.select, result)
+    except jmespath.exceptions.JMESPathError:
+        return []
+    items = selected if isinstance(selected, list) else [selected]
+    out: list[tuple[str, str | None]] = []
+    for item in items[:MAX_ENTITIES_PER_RESULT]:
+        if not isinstance(item, dict):
+            continue
+        try:
+            entity_id = _scalar(jmespath.search(rule.id, item))
+            name = _scalar(jmespath.search(rule.name, item)) if rule.name else None
+        except jmespath.exceptions.JMESPathError:
+            continue
+        if entity_id is not None:
+            out.append((entity_id, name))
+    return out
+
+
+class _Ids:
+    def __init__(self, identity_id: str, batch_id: str | None) -> None:
+        self.identity_id = identity_id
+        self.batch_id = batch_id
+
+    def make(self, *parts: object) -> str | None:
+        if self.batch_id is None:
+            return None
+        raw = json.dumps([self.identity_id, self.batch_id, *parts], default=str)
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _obs(ids: _Ids, key: tuple[object, ...], **fields: Any) -> Observation:
+    obs_id = ids.make(*key)
+    if obs_id is not None:
+        fields["id"] = obs_id
+    return Observation(identity_id=ids.identity_id, **fields)
+
+
+def observations_from_events(
+    identity_id: str,
+    events: Sequence[QueryEvent | ToolEvent],
+    *,
+    now_ms: int,
+    rules: EmissionRules | None = None,
+    batch_id: str | None = None,
+) -> list[Observation]:
+    """Observations derived from raw events.
+
+    With ``batch_id`` (e.g. the request id) the observation ids are deterministic, so a
+    redelivered batch appends nothing new; an event's own ``eventId`` wins over its position.
+    """
+    rules = rules or EmissionRules()
+    ids = _Ids(identity_id, batch_id)
+    meta = set(rules.meta_tools)
+    out: list[Observation] = []
+    for index, event in enumerate(events):
+        ref: object = event.event_id or index
+        if isinstance(event, QueryEvent):
+            query = event.text[:MAX_QUERY_CHARS]
+            for domain in rules.domains_of(event.text[:8000]):
+                out.append(
+                    _obs(
+                        ids,
+                        (ref, "q", domain),
+                        type=ObservationType.QUERY_PATTERN,
+                        content=f"Asked about {domain}",
+                        metadata={"domain": domain, "query": query},
+                        created_at=now_ms,
+                    )
+                )
+            continue
+        if event.tool_name in meta:
+            continue
+        tool = event.tool_name
+        if event.ok:
+            out.append(
+                _obs(
+                    ids,
+                    (ref, "ok"),
+                    type=ObservationType.TOOL_SUCCESS,
+                    content=f"Tool {clean_text(tool, max_len=200)} succeeded",
+                    metadata={"toolName": tool, "durationMs": event.duration_ms},
+                    created_at=now_ms,
+                )
+            )
+            for rule in rules.rules_for(tool):
+                for entity_id, name in extract_entities(rule, event.result):
+                    metadata: dict[str, Any] = {
+                        "entityType": rule.entity_type,
+                        "entityId": entity_id,
+                    }
+                    if name is not None:
+                        metadata["entityName"] = name
+                    label = clean_text(name or entity_id, max_len=200)
+                    out.append(
+                        _obs(
+                            ids,
+                            (ref, "e", rule.entity_type, entity_id),
+                            type=ObservationType.ENTITY_ACCESS,
+                            content=f"Accessed {rule.entity_type} {label}"[:MAX_CONTENT_CHARS],
+                            metadata=metadata,
+                            created_at=now_ms,
+                        )
+                    )
+        else:
+            error = (event.error or "error")[:1000]
+            out.append(
+                _obs(
+                    ids,
+                    (ref, "fail"),
+                    type=ObservationType.TOOL_FAILURE,
+                    content=f"Tool {clean_text(tool, max_len=200)} failed",
+                    metadata={"toolName": tool, "durationMs": event.duration_ms, "error": error},
+                    created_at=now_ms,
+                )
+            )
+    return out

@@ -1,0 +1,223 @@
+"""Observations (raw events) and facts (consolidated beliefs) of behavioural memory.
+
+JSON is camelCase (``identityId``, ``createdAt`` …); Python attributes are snake_case.
+Validation errors name the field: ``content``, ``metadata``, ``metadata.toolName`` …
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from engram.errors import InvalidInput
+
+MAX_CONTENT_CHARS = 1000
+MAX_METADATA_BYTES = 4096
+MAX_IDENTITY_CHARS = 256
+
+
+class ObservationType(StrEnum):
+    TOOL_SUCCESS = "tool_success"
+    TOOL_FAILURE = "tool_failure"
+    ENTITY_ACCESS = "entity_access"
+    QUERY_PATTERN = "query_pattern"
+
+
+class FactCategory(StrEnum):
+    TOOL_AFFINITY = "tool_affinity"
+    TOOL_AVOIDANCE = "tool_avoidance"
+    ENTITY_FREQUENCY = "entity_frequency"
+    DOMAIN_PREFERENCE = "domain_preference"
+    FAILURE_PATTERN = "failure_pattern"
+
+
+_STR = "string"
+_NUM = "number"
+# Required (and optional) metadata keys per observation type, with their JSON types.
+REQUIRED_METADATA: dict[ObservationType, dict[str, str]] = {
+    ObservationType.TOOL_SUCCESS: {"toolName": _STR, "durationMs": _NUM},
+    ObservationType.TOOL_FAILURE: {"toolName": _STR, "durationMs": _NUM, "error": _STR},
+    ObservationType.ENTITY_ACCESS: {"entityType": _STR, "entityId": _STR},
+    ObservationType.QUERY_PATTERN: {"domain": _STR, "query": _STR},
+}
+OPTIONAL_METADATA: dict[ObservationType, dict[str, str]] = {
+    ObservationType.ENTITY_ACCESS: {"entityName": _STR},
+}
+# Keys that form a fact subject must be non-empty and short.
+_KEY_FIELDS = {"toolName", "entityType", "entityId", "domain"}
+MAX_KEY_FIELD_CHARS = 200
+
+
+class _CamelModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_assignment=False
+    )
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _check_type(key: str, value: Any, kind: str) -> None:
+    if kind == _STR:
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value) and value >= 0
+    if not ok:
+        raise PydanticCustomError(
+            "metadata_type",
+            "metadata.{key} must be a {kind}",
+            {"key": key, "kind": "non-negative number" if kind == _NUM else kind},
+        )
+    if key in _KEY_FIELDS and (not value.strip() or len(value) > MAX_KEY_FIELD_CHARS):
+        raise PydanticCustomError(
+            "metadata_key",
+            "metadata.{key} must be non-empty and at most {n} characters",
+            {"key": key, "n": MAX_KEY_FIELD_CHARS},
+        )
+
+
+class Observation(_CamelModel):
+    """An append-only record of something that happened during a session."""
+
+    id: str = Field(default_factory=_new_id, min_length=1, max_length=128)
+    identity_id: str = Field(min_length=1, max_length=MAX_IDENTITY_CHARS)
+    type: ObservationType
+    content: str = Field(default="", max_length=MAX_CONTENT_CHARS)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: int = Field(ge=0, description="Epoch ms (client time; not the cursor).")
+    seq: int | None = Field(
+        default=None,
+        description="Arrival sequence assigned by the log on append; None until stored.",
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_ok(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        try:
+            encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise PydanticCustomError(
+                "metadata_json", "metadata must be JSON-serialisable: {err}", {"err": str(exc)}
+            ) from None
+        if len(encoded.encode()) > MAX_METADATA_BYTES:
+            raise PydanticCustomError(
+                "metadata_size",
+                "metadata must be at most {n} bytes of JSON",
+                {"n": MAX_METADATA_BYTES},
+            )
+        obs_type = info.data.get("type")
+        if isinstance(obs_type, ObservationType):
+            for key, kind in REQUIRED_METADATA[obs_type].items():
+                if key not in value:
+                    raise PydanticCustomError(
+                        "metadata_missing",
+                        "metadata.{key} is required for {type} observations",
+                        {"key": key, "type": obs_type.value},
+                    )
+                _check_type(key, value[key], kind)
+            for key, kind in OPTIONAL_METADATA.get(obs_type, {}).items():
+                if value.get(key) is not None:
+                    _check_type(key, value[key], kind)
+        return value
+
+    def to_storage_json(self) -> str:
+        """Compact JSON for a store (camelCase, without the store-assigned ``seq``)."""
+        return self.model_dump_json(by_alias=True, exclude={"seq"})
+
+
+class Fact(_CamelModel):
+    """A durable belief about a user derived from one or more observations.
+
+    ``confidence`` as stored is the strength as of ``last_reinforced_at``; facts returned by
+    ``consolidate`` and the service carry their *current* (decayed) confidence instead.
+    """
+
+    id: str
+    identity_id: str = Field(min_length=1, max_length=MAX_IDENTITY_CHARS)
+    category: FactCategory
+    subject: str
+    content: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    reinforcement_count: int = Field(ge=0)
+    last_reinforced_at: int
+    created_at: int
+    updated_at: int
+    ease_factor: float | None = None
+    round_cursor: int | None = Field(
+        default=None,
+        description="Arrival sequence up to which this fact has been reinforced (fencing).",
+    )
+
+    def to_storage_json(self) -> str:
+        return self.model_dump_json(by_alias=True, exclude_none=True)
+
+    def rank(self) -> float:
+        """Prompt ranking score: confidence × reinforcementCount."""
+        return self.confidence * self.reinforcement_count
+
+
+def fact_id(subject: str) -> str:
+    return f"fact:{subject}"
+
+
+def observation_to_fact_key(obs: Observation) -> tuple[FactCategory, str]:
+    """The (category, subject) an observation reinforces (SPEC §2 subjects)."""
+    return metadata_to_fact_key(obs.type, obs.metadata)
+
+
+def metadata_to_fact_key(
+    obs_type: ObservationType | str, metadata: dict[str, Any]
+) -> tuple[FactCategory, str]:
+    t = ObservationType(obs_type)
+    if t is ObservationType.TOOL_SUCCESS:
+        return FactCategory.TOOL_AFFINITY, f"tool_affinity:{metadata['toolName']}"
+    if t is ObservationType.TOOL_FAILURE:
+        return FactCategory.TOOL_AVOIDANCE, f"tool_avoidance:{metadata['toolName']}"
+    if t is ObservationType.ENTITY_ACCESS:
+        return (
+            FactCategory.ENTITY_FREQUENCY,
+            f"entity_frequency:{metadata['entityType']}:{metadata['entityId']}",
+        )
+    return FactCategory.DOMAIN_PREFERENCE, f"domain_preference:{metadata['domain']}"
+
+
+def _error_field(prefix: str, err: Mapping[str, Any]) -> str:
+    parts = [prefix, *(str(p) for p in err.get("loc", ()))]
+    key = (err.get("ctx") or {}).get("key")
+    if key is not None and parts[-1] == "metadata":
+        parts.append(str(key))
+    return ".".join(p for p in parts if p)
+
+
+def parse_observations(
+    items: Sequence[Mapping[str, Any]], *, identity_id: str, field: str = "observations"
+) -> list[Observation]:
+    """Validate a whole batch (camelCase or snake_case keys) before anything is stored.
+
+    ``identityId`` comes from the caller, never from the payload. The first bad item raises
+    ``InvalidInput`` naming the field, e.g. ``observations.2.metadata.toolName``.
+    """
+    out: list[Observation] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidInput(f"{field}.{index}", "must be an object")
+        data = {k: v for k, v in item.items() if k not in {"identityId", "identity_id", "seq"}}
+        data["identityId"] = identity_id
+        try:
+            out.append(Observation.model_validate(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InvalidInput(
+                _error_field(f"{field}.{index}", first), first["msg"], details=exc.errors()
+            ) from None
+    return out

@@ -1,0 +1,212 @@
+"""Storage ports of behavioural memory (``typing.Protocol``) and their null objects.
+
+The seed's three stores — ``ObservationLog``, ``FactRepository`` and a checkpoint store — are
+kept. The checkpoint is an *arrival sequence* (the cursor of the log), never client time, so a
+late or same-millisecond observation is never skipped.
+
+A store that implements all three may also implement ``AtomicConsolidationStore``: one read of
+everything a round needs and one fenced commit of facts + checkpoint (+ prune). ``consolidate``
+uses it when the three stores it is given share one backing store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from engram.behaviour.models import (
+    Fact,
+    FactCategory,
+    Observation,
+    ObservationType,
+)
+
+
+@runtime_checkable
+class ObservationLog(Protocol):
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        """Store observations not seen before (idempotent by id); return how many were new."""
+        ...
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        """Observations that arrived after ``checkpoint`` (arrival sequence), oldest first."""
+        ...
+
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        """Drop observations created before ``before_ms`` (only those with seq <= up_to_seq)."""
+        ...
+
+
+@runtime_checkable
+class FactRepository(Protocol):
+    def get(self, identity_id: str) -> list[Fact]: ...
+
+    def upsert(self, identity_id: str, fact: Fact) -> None: ...
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None: ...
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    def get(self, identity_id: str) -> int | None: ...
+
+    def set(self, identity_id: str, value: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroup:
+    """The observations of one round that map to one fact subject."""
+
+    category: FactCategory
+    subject: str
+    label: str
+    count: int
+    successes: int = 0
+    failures: int = 0
+    max_seq: int = 0
+
+    def quality(self) -> float:
+        """SPEC §2: tool affinity = s/(s+f), tool avoidance = f/(s+f), others 1.0."""
+        total = self.successes + self.failures
+        if self.category is FactCategory.TOOL_AFFINITY and total:
+            return self.successes / total
+        if self.category is FactCategory.TOOL_AVOIDANCE and total:
+            return self.failures / total
+        return 1.0
+
+
+@dataclass(slots=True)
+class RoundInput:
+    """Everything one consolidation round reads, in one go."""
+
+    cursor: int
+    version: int
+    facts: list[Fact]
+    groups: list[KeyGroup] = field(default_factory=list)
+    observation_count: int = 0
+    max_seq: int = 0
+    max_created_at: int = 0
+
+
+@runtime_checkable
+class AtomicConsolidationStore(Protocol):
+    def read_round(self, identity_id: str) -> RoundInput: ...
+
+    def commit_round(
+        self,
+        identity_id: str,
+        *,
+        read: RoundInput,
+        upserts: Sequence[Fact],
+        deletes: Sequence[str],
+        prune_before_ms: int,
+        hard_prune_before_ms: int,
+        now_ms: int,
+    ) -> bool:
+        """Write facts, deletes, the new cursor (``read.max_seq``) and prune — only if the
+        cursor and fact version are still those of ``read``. False when fenced out."""
+        ...
+
+    def shares_backing_with(self, other: object) -> bool: ...
+
+
+def _label(obs_type: ObservationType, metadata: dict[str, Any]) -> str:
+    if obs_type in (ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE):
+        return str(metadata["toolName"])
+    if obs_type is ObservationType.ENTITY_ACCESS:
+        name = metadata.get("entityName")
+        return str(name) if name else str(metadata["entityId"])
+    return str(metadata["domain"])
+
+
+def aggregate(pending: Iterable[Observation]) -> list[KeyGroup]:
+    """Group observations by fact key (the reference the Redis Lua script mirrors)."""
+    tools: dict[str, list[int]] = {}  # tool -> [successes, failures, max_seq]
+    others: dict[str, list[Any]] = {}  # subject -> [category, label, count, max_seq]
+    for obs in pending:
+        seq = obs.seq or 0
+        md = obs.metadata
+        if obs.type in (ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE):
+            t = tools.setdefault(str(md["toolName"]), [0, 0, 0])
+            t[0 if obs.type is ObservationType.TOOL_SUCCESS else 1] += 1
+            t[2] = max(t[2], seq)
+            continue
+        if obs.type is ObservationType.ENTITY_ACCESS:
+            cat = FactCategory.ENTITY_FREQUENCY
+            subject = f"entity_frequency:{md['entityType']}:{md['entityId']}"
+        else:
+            cat = FactCategory.DOMAIN_PREFERENCE
+            subject = f"domain_preference:{md['domain']}"
+        g = others.setdefault(subject, [cat, "", 0, 0])
+        g[1] = _label(obs.type, md)
+        g[2] += 1
+        g[3] = max(g[3], seq)
+    groups: list[KeyGroup] = []
+    for tool, (s, f, mx) in tools.items():
+        if s:
+            groups.append(
+                KeyGroup(FactCategory.TOOL_AFFINITY, f"tool_affinity:{tool}", tool, s, s, f, mx)
+            )
+        if f:
+            groups.append(
+                KeyGroup(FactCategory.TOOL_AVOIDANCE, f"tool_avoidance:{tool}", tool, f, s, f, mx)
+            )
+    for subject, (cat, label, count, mx) in others.items():
+        groups.append(KeyGroup(cat, subject, label, count, 0, 0, mx))
+    return groups
+
+
+class NullObservationLog:
+    """Discards writes, returns nothing."""
+
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        return 0
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        return []
+
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        return 0
+
+
+class NullFactRepository:
+    def get(self, identity_id: str) -> list[Fact]:
+        return []
+
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        return None
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        return None
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        return 0
+
+
+class NullCheckpointStore:
+    def get(self, identity_id: str) -> int | None:
+        return None
+
+    def set(self, identity_id: str, value: int) -> None:
+        return None
+
+
+@runtime_checkable
+class BehaviourStore(ObservationLog, FactRepository, AtomicConsolidationStore, Protocol):
+    """One backing store for everything the service needs (Redis or in-memory)."""
+
+    @property
+    def checkpoints(self) -> CheckpointStore: ...
+
+    def erase(self, identity_id: str) -> dict[str, int]: ...
+
+    def export(self, identity_id: str) -> dict[str, Any]: ...
+
+    def delete_fact(self, identity_id: str, fact_id: str) -> bool: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]: ...
