@@ -34,7 +34,12 @@ from engram.extraction.ports import (
     SinkOutcome,
 )
 from engram.extraction.rules import RuleBasedExtractor
-from engram.extraction.sanitize import looks_like_instruction, normalise_key, sanitise_value
+from engram.extraction.sanitize import (
+    looks_like_instruction,
+    looks_secret,
+    normalise_key,
+    sanitise_value,
+)
 
 __all__ = [
     "BatchOutcome",
@@ -56,6 +61,7 @@ __all__ = [
     "Usage",
     "effective_scope",
     "looks_like_instruction",
+    "looks_secret",
     "normalise_key",
     "parse_job",
     "process_batch",

@@ -12,7 +12,9 @@ Skipped on purpose:
 * hypotheticals and hedges ("if", "suppose", "imagine", "what if", "maybe", "might", "wish", …);
 * negated values ("my name is not …") and desires ("I would love to …");
 * anything whose key or value looks like an instruction to the assistant
-  (:func:`engram.extraction.sanitize.looks_like_instruction`).
+  (:func:`engram.extraction.sanitize.looks_like_instruction`);
+* secrets: passwords, PINs, API keys, tokens, card/account numbers
+  (:func:`engram.extraction.sanitize.looks_secret`).
 
 Within one transcript the last statement of a key wins.
 """
@@ -31,7 +33,13 @@ from engram.extraction.models import (
     ProposalScope,
     TranscriptJob,
 )
-from engram.extraction.sanitize import bound, looks_like_instruction, normalise_key, sanitise_value
+from engram.extraction.sanitize import (
+    bound,
+    looks_like_instruction,
+    looks_secret,
+    normalise_key,
+    sanitise_value,
+)
 
 EXTRACTOR_NAME = "rules"
 DEFAULT_MAX_VALUE_CHARS = 500
@@ -570,6 +578,8 @@ class RuleBasedExtractor:
     ) -> Proposal | None:
         value = bound(sanitise_value(candidate.value), self._max_value_chars)
         if looks_like_instruction(candidate.key) or looks_like_instruction(value):
+            return None
+        if looks_secret(candidate.key, value):
             return None
         try:
             return Proposal(

@@ -7,6 +7,8 @@ Pure functions, no I/O. The rules here are the documented contract of ``docs/ext
   at most :data:`MAX_KEY_WORDS` words are kept and the result is at most :data:`MAX_KEY_CHARS`.
 * **Values** are plain text on one line: control and format characters (C0/C1, zero-width,
   bidi overrides) are removed, line breaks and tabs become spaces, whitespace collapses.
+* **Secrets** (keys naming passwords, PINs, API keys, tokens, card numbers, social security
+  numbers…) are detected by :func:`looks_secret`; extractors never propose them.
 * **Instruction-shaped text** (prompt-injection markers such as "ignore previous
   instructions", "reveal the system prompt", "you are now …", chat-role markers) is detected by
   :func:`looks_like_instruction`; extractors drop such proposals instead of storing them.
@@ -106,3 +108,23 @@ def looks_like_instruction(text: str) -> bool:
     """
     folded = unicodedata.normalize("NFKC", text)
     return any(p.search(folded) for p in _INSTRUCTION_PATTERNS)
+
+
+_SECRET_KEY = re.compile(
+    r"\b(passwords?|passcodes?|passphrases?|pin|pin\s+code|api\s+keys?|access\s+keys?|"
+    r"secret|secrets|secret\s+key|private\s+key|tokens?|credentials?|otp|one\s+time\s+code|"
+    r"credit\s+card|card\s+number|cvv|cvc|iban|bank\s+account|account\s+number|"
+    r"ssn|social\s+security(?:\s+number)?|routing\s+number)\b",
+    re.IGNORECASE,
+)
+_CARD_NUMBER = re.compile(r"\b(?:\d[ -]?){13,19}\b")
+
+
+def looks_secret(key: str, value: str = "") -> bool:
+    """True for credentials and payment/identity numbers, which must never become memories:
+    a card-like number anywhere in the value, or a key naming a secret ("wifi password",
+    "api key", "pin") with a short token-like value (at most 6 words). Longer prose about a
+    secret ("Users ask how to reset their password") is not itself a secret."""
+    if _CARD_NUMBER.search(value):
+        return True
+    return bool(_SECRET_KEY.search(key)) and len(value.split()) <= 6

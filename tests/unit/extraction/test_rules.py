@@ -162,6 +162,20 @@ def test_instruction_shaped_content_yields_nothing(text: str) -> None:
     assert extract(text).proposals == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My password is hunter2",
+        "Remember that my PIN is 1234",
+        "my api key is sk-123456",
+        "Remember that my card is 4111 1111 1111 1111",
+        "My SSN is 078-05-1120",
+    ],
+)
+def test_secrets_are_never_proposed(text: str) -> None:
+    assert extract(text).proposals == []
+
+
 def test_values_are_bounded_single_line_plain_text() -> None:
     extractor = RuleBasedExtractor(max_value_chars=40)
     job = make_job("Remember that the release checklist is " + "very long " * 50 + "\x07done")
