@@ -47,6 +47,7 @@ LambdaHandler = Callable[[dict[str, Any], Any], Any]
 RouteTable = dict[str, LambdaHandler]
 
 PUBLIC_ROUTES: frozenset[str] = frozenset({"GET /v1/health"})
+_DISCARD_LIMIT = 8 * 1024 * 1024
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
@@ -339,6 +340,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD" and result.body:
             self.wfile.write(result.body)
 
+    def _discard(self, length: int) -> None:
+        remaining = length
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 64 * 1024))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+
     def _dispatch(self) -> None:
         server = self.server
         with server.tracker():
@@ -359,6 +368,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             limit = server.settings.max_body_bytes
             if length > limit:
+                # read (and drop) a moderately oversized body so the client sees the 413
+                # instead of a connection reset; beyond that, answer and close at once
+                if length <= _DISCARD_LIMIT:
+                    self._discard(length)
                 self._send(_error_result(error_response(BodyTooLargeError(limit))), close=True)
                 return
             body = self.rfile.read(length) if length else b""

@@ -253,14 +253,18 @@ def test_emit_drops_and_counts_when_full(
     backend.gate.clear()
     c = EngramClient(service.url, signer.issue("alice", "acme"), queue_size=5)
     try:
+        assert c.emit({"kind": "query", "text": "first"}) == 1
+        deadline = time.monotonic() + 5
+        while service.httpd._inflight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the worker is now blocked inside its first request
         queued = sum(c.emit({"kind": "query", "text": str(i)}) for i in range(50))
-        assert c.dropped == 50 - queued
-        assert c.dropped >= 40
+        assert queued == 5
+        assert c.dropped == 45
     finally:
         backend.gate.set()
         assert c.drain(10)
         c.close()
-    assert c.sent_events == queued
+    assert c.sent_events == 6
 
 
 def test_emit_counts_refused_events(client: EngramClient) -> None:
