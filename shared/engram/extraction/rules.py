@@ -405,6 +405,7 @@ _REMEMBER = re.compile(
     r"(?:remember|note|keep\s+in\s+mind|don't\s+forget)\s+(?:that\s+)?(?P<x>.+)$",
     _I,
 )
+_REMEMBER_NOISE = re.compile(r"^(?:to|this|it|me|that|what|how|when|where|why|who)\b", _I)
 _SUBJECT = re.compile(
     r"^(?:the|our|my|a|an)?\s*(?P<s>[^\W\d][\w' -]{0,40}?)\s+(?:is|are|will\s+be|was|has)\s+\S", _I
 )
@@ -415,7 +416,7 @@ def _rule_remember(clause: str) -> _Candidate | None:
     if not m:
         return None
     inner = _strip_fillers(m.group("x").strip().rstrip("?"))
-    if not inner or inner.lower().startswith(("to ", "this", "it ", "it.", "me")):
+    if not inner or _REMEMBER_NOISE.match(inner):
         return None
     for rule in _PERSONAL_RULES:
         found = rule(inner)

@@ -129,6 +129,7 @@ def test_instruction_shaped_and_forbidden_scope_items_are_dropped() -> None:
                 "scope": "persona",
             },
             {"key": "???", "value": "punctuation key", "confidence": 0.5, "scope": "user"},
+            {"key": "wifi password", "value": "hunter2", "confidence": 0.9, "scope": "user"},
             {"key": "name", "value": "Sam", "confidence": 0.9, "scope": "user"},
         ),
         make_job("x", persona_id="helpdesk"),

@@ -64,6 +64,7 @@ def extract(
             "the deploy freeze is on Friday",
         ),
         ("remember that my sister is Maya", "sister", "Maya"),
+        ("Remember that meetings are on Tuesdays", "meetings", "meetings are on Tuesdays"),
         ("Can you remember that I live in Porto?", "location", "Porto"),
         ("Btw, I live in Leeds", "location", "Leeds"),
     ],
@@ -130,6 +131,8 @@ def test_last_statement_wins_within_one_transcript() -> None:
         "I like it when you are brief.",
         "Never mind.",
         "Remember to buy milk.",
+        "Remember this.",
+        "Do you remember what I said?",
         "I live in Berlin?",
     ],
 )
