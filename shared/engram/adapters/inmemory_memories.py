@@ -89,6 +89,8 @@ class InMemoryMemoryStore:
             self._by_key[_dedup(row)] = row.id
             if memory.embedding is not None:
                 self._embeddings[row.id] = list(memory.embedding)
+            else:  # like PostgreSQL: a new value without an embedding drops the stale one
+                self._embeddings.pop(row.id, None)
             return row, created
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
@@ -166,7 +168,7 @@ class InMemoryMemoryStore:
                 changes["confidence"] = confidence
             if status is not None:
                 changes["status"] = status
-            new = Memory.model_validate({**row.model_dump(), **changes})
+            new = Memory.model_validate({**row.model_dump(), "team_id": row.team_id, **changes})
             if _dedup(new) != _dedup(row):
                 if _dedup(new) in self._by_key:
                     raise Conflict(f"a memory with key {new.key!r} already exists in this scope")

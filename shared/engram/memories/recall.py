@@ -30,7 +30,7 @@ MIN_SIMILARITY = 0.25
 CANDIDATES_PER_LIST = 100
 TEXT_SEARCH_CONFIG = "english"
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 # PostgreSQL's English stop words (the subset that matters for short memories).
 STOP_WORDS = frozenset(

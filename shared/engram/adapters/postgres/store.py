@@ -120,8 +120,8 @@ def recall_sql(
     ctes = []
     if keyword:
         ctes.append(
-            "q AS (SELECT replace(plainto_tsquery(%(cfg)s::regconfig, %(query)s)::text,"
-            " ' & ', ' | ')::tsquery AS tsq)"
+            "q AS (SELECT replace(plainto_tsquery(%(cfg)s::regconfig,"
+            " engram_fts_text(%(query)s))::text, ' & ', ' | ')::tsquery AS tsq)"
         )
         ctes.append(
             "kw AS (SELECT m.id, row_number() OVER (ORDER BY ts_rank(m.tsv, q.tsq) DESC, "
@@ -380,8 +380,7 @@ class PostgresMemoryStore:
             return []
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
-                "SELECT * FROM review_actions WHERE team_id = %s AND memory_id = %s"
-                " ORDER BY at, id",
+                "SELECT * FROM review_actions WHERE team_id = %s AND memory_id = %s ORDER BY seq",
                 (ctx.team_id, mid),
             )
             return [

@@ -19,6 +19,13 @@ EXCEPTION WHEN others THEN
 END
 $$;
 
+-- Full-text input: path, address and identifier punctuation becomes a word break, so
+-- "Europe/Berlin" or "ops@example.com" are found by any of their words (as in the
+-- in-memory adapter). Used by the stored tsvector and by every query.
+CREATE OR REPLACE FUNCTION engram_fts_text(t text) RETURNS text
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  RETURN translate(t, '/\@.:_+=#~|', '           ');
+
 CREATE TABLE memories (
   id                uuid PRIMARY KEY,
   team_id           text NOT NULL,
@@ -34,7 +41,7 @@ CREATE TABLE memories (
                     CHECK (status IN ('active', 'pending_review', 'archived')),
   embedding         vector({{embedding_dimensions}}),
   tsv               tsvector GENERATED ALWAYS AS
-                    (to_tsvector('english'::regconfig, key || ' ' || value)) STORED,
+                    (to_tsvector('english'::regconfig, engram_fts_text(key || ' ' || value))) STORED,
   created_at        timestamptz NOT NULL,
   updated_at        timestamptz NOT NULL,
   CHECK ((scope = 'persona_user') = (user_id IS NOT NULL))
@@ -82,6 +89,7 @@ CREATE TABLE team_settings (
 
 CREATE TABLE review_actions (
   id        uuid PRIMARY KEY,
+  seq       bigint GENERATED ALWAYS AS IDENTITY,
   team_id   text NOT NULL,
   memory_id uuid NOT NULL,
   actor_id  text NOT NULL,

@@ -1,0 +1,67 @@
+"""One parametrised backend fixture: every conformance test runs on the in-memory adapter and
+on the PostgreSQL adapter over the real embedded PostgreSQL (pgvector)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from engram.adapters.inmemory_memories import InMemoryMemoryStore
+from engram.adapters.postgres.migrate import apply_migrations
+from engram.adapters.postgres.pool import Database
+from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.clock import FakeClock
+from engram.memories.recall import HashingEmbedder
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+
+DIMS = 64
+
+
+@dataclass
+class Backend:
+    name: str
+    store: InMemoryMemoryStore | PostgresMemoryStore
+    clock: FakeClock
+    url: str | None = None
+
+    def service(self, *, embedder: bool = False, **settings: object) -> MemoryService:
+        return MemoryService(
+            self.store,
+            self.store,
+            embedder=HashingEmbedder(DIMS) if embedder else None,
+            settings=Settings(**settings),  # type: ignore[arg-type]
+            clock=self.clock,
+        )
+
+
+def make_postgres(url: str, clock: FakeClock) -> tuple[PostgresMemoryStore, Database]:
+    apply_migrations(url, embedding_dimensions=DIMS)
+    db = Database(url, max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
+    return PostgresMemoryStore(db, clock), db
+
+
+@pytest.fixture(params=["inmemory", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    clock = FakeClock()
+    if request.param == "inmemory":
+        yield Backend("inmemory", InMemoryMemoryStore(clock), clock)
+        return
+    url: str = request.getfixturevalue("database_url")
+    store, db = make_postgres(url, clock)
+    try:
+        yield Backend("postgres", store, clock, url)
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def pg_backend(database_url: str) -> Iterator[Backend]:
+    clock = FakeClock()
+    store, db = make_postgres(database_url, clock)
+    try:
+        yield Backend("postgres", store, clock, database_url)
+    finally:
+        db.close()

@@ -1,0 +1,181 @@
+"""What only the PostgreSQL adapter has: RLS a direct SQL read can try to break, migrations,
+pool behaviour and an unavailable server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+from tests.integration.memories.conftest import Backend
+
+from engram.adapters.postgres.migrate import apply_migrations, main
+from engram.adapters.postgres.pool import Database
+from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.errors import Forbidden, Unavailable
+from engram.identity import Caller
+from engram.memories.models import NewMemory, RecallRequest, Scope
+from engram.memories.ports import AccessContext
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _seed(b: Backend) -> None:
+    svc = b.service()
+    svc.save(Caller(user_id="alice", team_id="t1"), key="secret", value="alice in t1")
+    svc.save(Caller(user_id="bob", team_id="t2"), key="secret", value="bob in t2")
+    svc.save(Caller(user_id="alice", team_id="t1"), key="pu", value="p note", persona_id="chef")
+
+
+def test_app_role_without_tenant_settings_sees_no_rows(pg_backend: Backend) -> None:
+    _seed(pg_backend)
+    assert pg_backend.url is not None
+    with psycopg.connect(pg_backend.url) as conn:
+        owner_count = conn.execute("SELECT count(*) FROM memories").fetchone()
+        assert owner_count == (3,)  # the rows exist (the test connects as a superuser)
+        conn.execute("SET ROLE engram_app")
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM memories WHERE key = 'secret' OR true"
+        ).fetchone() == (0,)
+        # a tenant of another team, or another user of the team, still sees nothing of alice
+        conn.execute("SELECT set_config('engram.team_id', 't2', false)")
+        conn.execute("SELECT set_config('engram.user_id', 'alice', false)")
+        rows = conn.execute("SELECT value FROM memories").fetchall()
+        assert rows == []
+        conn.execute("SELECT set_config('engram.team_id', 't1', false)")
+        conn.execute("SELECT set_config('engram.user_id', 'mallory', false)")
+        assert conn.execute("SELECT value FROM memories").fetchall() == []
+        # claiming admin is a server-side setting the API never lets a caller choose; even
+        # so it stays inside the team
+        conn.execute("SELECT set_config('engram.is_admin', 'on', false)")
+        assert sorted(r[0] for r in conn.execute("SELECT value FROM memories")) == [
+            "alice in t1",
+            "p note",
+        ]
+        conn.rollback()
+
+
+def test_app_role_cannot_write_into_another_tenant(pg_backend: Backend) -> None:
+    assert pg_backend.url is not None
+    with psycopg.connect(pg_backend.url) as conn:
+        conn.execute("SET ROLE engram_app")
+        conn.execute("SELECT set_config('engram.team_id', 't1', false)")
+        conn.execute("SELECT set_config('engram.user_id', 'mallory', false)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO memories (id, team_id, scope, owner_id, key, value, created_at,"
+                " updated_at) VALUES (gen_random_uuid(), 't1', 'user', 'alice', 'k', 'v',"
+                " now(), now())"
+            )
+        conn.rollback()
+
+
+def test_store_write_outside_rows_maps_to_forbidden(pg_backend: Backend) -> None:
+    bob = AccessContext("t1", "bob")
+    with pytest.raises(Forbidden):
+        pg_backend.store.upsert(
+            bob,
+            NewMemory(scope=Scope.USER, owner_id="alice", team_id="t1", key="k", value="v"),
+        )
+
+
+def test_tenant_settings_do_not_leak_to_the_next_transaction(database_url: str) -> None:
+    apply_migrations(database_url, embedding_dimensions=8)
+    db = Database(database_url, max_size=1)
+    store = PostgresMemoryStore(db)
+    try:
+        admin = AccessContext("t1", "root", elevated=True)
+        store.upsert(
+            admin, NewMemory(scope=Scope.USER, owner_id="alice", team_id="t1", key="k", value="v")
+        )
+        with db.pool.connection() as conn:  # the same (only) pooled connection
+            conn.execute("SET ROLE engram_app")
+            assert conn.execute("SELECT current_setting('engram.team_id', true)").fetchone() in (
+                (None,),
+                ("",),
+            )
+            assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+            conn.rollback()
+    finally:
+        db.close()
+
+
+def test_migrations_twice_is_a_no_op_and_fix_the_dimension(database_url: str) -> None:
+    assert apply_migrations(database_url, embedding_dimensions=32) == ["0001_memories"]
+    assert apply_migrations(database_url, embedding_dimensions=32) == []
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM engram_migrations").fetchone() == (1,)
+        typ = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+        ).fetchone()
+        assert typ == ("vector(32)",)
+        indexes = {
+            r[0]
+            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")
+        }
+    assert {
+        "memories_dedup",
+        "memories_fts",
+        "memories_primary",
+        "memories_persona_user",
+        "memories_provenance",
+        "memories_embedding_hnsw",
+    } <= indexes
+
+
+def test_two_concurrent_engram_migrate_runs_both_succeed(database_url: str) -> None:
+    env = {**os.environ, "ENGRAM_DATABASE_URL": database_url, "ENGRAM_EMBEDDING_DIMENSIONS": "16"}
+    cmd = [sys.executable, "-m", "engram.cli", "migrate"]
+    procs = [
+        subprocess.Popen(
+            cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert sorted(o[0].strip() for o in outs) == ["applied: 0001_memories", "up to date"]
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT version FROM engram_migrations").fetchall() == [(1,)]
+
+
+def test_concurrent_apply_in_threads(database_url: str) -> None:
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(apply_migrations(database_url, embedding_dimensions=8))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert sorted(len(r) for r in results) == [0, 0, 1]
+
+
+def test_migrate_main_reports_a_bad_url(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["--database-url", f"postgresql://postgres@/nope?host={tmp_path}"])
+    assert code == 1
+    assert "failed" in capsys.readouterr().err
+
+
+def test_unreachable_postgres_raises_unavailable(tmp_path: Path) -> None:
+    db = Database(f"postgresql://postgres@/x?host={tmp_path}", connect_timeout_s=1)
+    store = PostgresMemoryStore(db)
+    try:
+        with pytest.raises(Unavailable):
+            store.recall(AccessContext("t", "u"), RecallRequest(team_id="t", user_id="u"))
+    finally:
+        db.close()
