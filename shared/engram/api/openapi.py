@@ -1,0 +1,137 @@
+"""An OpenAPI 3.1 document for the v1 API, built from the models of ``engram.api.models``.
+
+``openapi_document()`` returns it as a dict; ``python -m engram.api.openapi > docs/openapi.json``
+writes it. Request schemas are the validation schemas (camelCase, ``additionalProperties:
+false``), response schemas the serialisation ones; every route documents the error body.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from engram.api.models import ROUTES, ErrorBody, RouteSpec
+
+REF = "#/components/schemas/{model}"
+_ERRORS = {
+    "400": "malformed JSON",
+    "401": "missing or invalid token",
+    "403": "known caller, not allowed",
+    "404": "not found (also another user's object)",
+    "413": "body too large",
+    "422": "invalid input; details name the fields",
+    "429": "rate limited (Retry-After)",
+    "503": "a write could not be durably accepted",
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("engram")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    names = [seg[1:-1] for seg in path.split("/") if seg.startswith("{") and seg.endswith("}")]
+    return [
+        {
+            "name": n,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+        }
+        for n in names
+    ]
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(by_alias=True)
+    required = set(schema.get("required", []))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": prop}
+        for name, prop in schema.get("properties", {}).items()
+    ]
+
+
+def _operation_id(route: RouteSpec) -> str:
+    parts = [p.strip("{}") for p in route.path.split("/")[2:] if p]
+    return route.method.lower() + "".join(p[:1].upper() + p[1:] for p in parts)
+
+
+def openapi_document() -> dict[str, Any]:
+    models: list[tuple[type[BaseModel], Any]] = [(ErrorBody, "serialization")]
+    for route in ROUTES:
+        if route.request is not None:
+            models.append((route.request, "validation"))
+        if route.response is not None:
+            models.append((route.response, "serialization"))
+    seen: set[tuple[type[BaseModel], str]] = set()
+    unique = [m for m in models if not (m in seen or seen.add(m))]  # type: ignore[func-returns-value]
+    keys, defs = models_json_schema(unique, by_alias=True, ref_template=REF)
+
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        op: dict[str, Any] = {"operationId": _operation_id(route), "summary": route.summary}
+        params = _path_parameters(route.path)
+        if route.query is not None:
+            params += _query_parameters(route.query)
+        if params:
+            op["parameters"] = params
+        if route.request is not None:
+            op["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": keys[(route.request, "validation")]}},
+            }
+        ok: dict[str, Any] = {"description": "success"}
+        if route.response is not None:
+            ok["content"] = {
+                "application/json": {"schema": keys[(route.response, "serialization")]}
+            }
+        responses: dict[str, Any] = {str(route.status): ok}
+        if route.status == 201:
+            responses["200"] = {**ok, "description": "updated"}
+        error_ref = keys[(ErrorBody, "serialization")]
+        for status, text in _ERRORS.items():
+            if status == "401" and not route.auth:
+                continue
+            responses[status] = {
+                "description": text,
+                "content": {"application/json": {"schema": error_ref}},
+            }
+        op["responses"] = responses
+        if route.auth:
+            op["security"] = [{"bearer": []}]
+        paths.setdefault(route.path, {})[route.method.lower()] = op
+
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Engram",
+            "version": _version(),
+            "description": "Long-term memory for chat assistants (v1).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    json.dump(openapi_document(), sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
