@@ -1,0 +1,189 @@
+"""Bridges from the concrete domain stores to the maintenance ports.
+
+* :class:`BehaviourStoreMaintenance` — over a behavioural store (``InMemoryBehaviourStore``,
+  ``RedisBehaviourStore``) plus the decay strategy: the job's per-identity operations.
+* :class:`MemoryStoreMaintenance` — over the memory service (team retention) and its
+  ``MemoryStore`` (persona retention, erasure backstop).
+
+Pure domain: they only call the stores' public methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from engram.behaviour.consolidation import sweep_expired
+from engram.behaviour.decay import DecayStrategy
+from engram.behaviour.models import Fact, Observation
+from engram.memories.models import Memory, MemoryFilter, Scope, Status
+from engram.memories.ports import AccessContext, MemoryStore
+from engram.memories.privacy import system_context
+
+
+class IndexedBehaviourStore(Protocol):
+    """What the bridge uses of a behavioural store (both concrete stores have it)."""
+
+    def get(self, identity_id: str) -> list[Fact]: ...
+
+    def upsert(self, identity_id: str, fact: Fact) -> None: ...
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None: ...
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]: ...
+
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int: ...
+
+    def erase(self, identity_id: str) -> dict[str, int]: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]: ...
+
+
+@runtime_checkable
+class AtomicRemoval(Protocol):
+    """Optional store method: drop an identity only if it is empty, in one atomic step."""
+
+    def remove_if_empty(self, identity_id: str) -> bool: ...
+
+
+class BehaviourStoreMaintenance:
+    """``BehaviourMaintenance`` over a behavioural store and a decay strategy."""
+
+    def __init__(self, store: IndexedBehaviourStore, decay: DecayStrategy) -> None:
+        self._store = store
+        self._decay = decay
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]:
+        return self._store.list_identities(
+            active_before_ms=active_before_ms, cursor=cursor, limit=limit
+        )
+
+    def prune(self, identity_id: str, before_ms: int) -> int:
+        return self._store.prune(identity_id, before_ms)
+
+    def sweep_expired(self, identity_id: str, now_ms: int) -> int:
+        return sweep_expired(identity_id, facts=self._store, decay=self._decay, now=now_ms)
+
+    def remove_if_empty(self, identity_id: str) -> bool:
+        if isinstance(self._store, AtomicRemoval):
+            return self._store.remove_if_empty(identity_id)
+        # Check-then-erase: an observation arriving between the two steps would be lost with
+        # the identity. Only idle identities get here; stores should offer remove_if_empty.
+        if self._store.get(identity_id) or self._store.since(identity_id, None):
+            return False
+        self._store.erase(identity_id)
+        return True
+
+    def purge_leftovers(self, identity_id: str, erased_at_ms: int) -> int:
+        observations = self._store.since(identity_id, None)
+        if any(o.created_at > erased_at_ms for o in observations):
+            # The user came back: remove only what predates the erasure.
+            return self._store.prune(identity_id, erased_at_ms + 1)
+        if not observations and not self._store.get(identity_id):
+            return 0
+        return sum(self._store.erase(identity_id).values())
+
+
+class RetentionService(Protocol):
+    """The memory service's team retention (``MemoryService.apply_retention``)."""
+
+    def apply_retention(
+        self,
+        team_id: str,
+        *,
+        archive_after_days: int | None,
+        delete_archived_after_days: int | None,
+        now: int,
+    ) -> dict[str, int]: ...
+
+
+def _when(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+class MemoryStoreMaintenance:
+    """``MemoryMaintenance`` + ``PersonaRetention`` over the memory service and its store."""
+
+    def __init__(self, service: RetentionService, store: MemoryStore) -> None:
+        self._service = service
+        self._store = store
+
+    def apply_retention(
+        self,
+        team_id: str,
+        *,
+        archive_after_days: int | None,
+        delete_archived_after_days: int | None,
+        now: int,
+    ) -> dict[str, int]:
+        return self._service.apply_retention(
+            team_id,
+            archive_after_days=archive_after_days,
+            delete_archived_after_days=delete_archived_after_days,
+            now=now,
+        )
+
+    def _all(self, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
+        rows: list[Memory] = []
+        cursor: str | None = None
+        while True:
+            page = self._store.list_memories(
+                ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000})
+            )
+            rows.extend(page.memories)
+            if page.next_cursor is None:
+                return rows
+            cursor = page.next_cursor
+
+    def apply_persona_retention(
+        self,
+        team_id: str,
+        persona_id: str,
+        *,
+        archive_after_days: int | None,
+        delete_archived_after_days: int | None,
+        now: int,
+    ) -> dict[str, int]:
+        """Archive active persona/persona_user rows of the persona idle for
+        ``archive_after_days``; delete archived ones idle for ``delete_archived_after_days``."""
+        ctx = system_context(team_id)
+        when = _when(now)
+        deleted = archived = 0
+        if delete_archived_after_days is not None:
+            for row in self._all(
+                ctx,
+                MemoryFilter(
+                    team_id=team_id,
+                    persona_id=persona_id,
+                    status=Status.ARCHIVED,
+                    updated_before=when - timedelta(days=delete_archived_after_days),
+                ),
+            ):
+                deleted += int(self._store.delete(ctx, row.id))
+        if archive_after_days is not None:
+            for row in self._all(
+                ctx,
+                MemoryFilter(
+                    team_id=team_id,
+                    persona_id=persona_id,
+                    status=Status.ACTIVE,
+                    updated_before=when - timedelta(days=archive_after_days),
+                ),
+            ):
+                archived += int(self._store.archive(ctx, row.id) is not None)
+        return {"archived": archived, "deleted": deleted}
+
+    def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
+        ctx = system_context(team_id, user_id)
+        cutoff = _when(before_ms)
+        rows = self._all(
+            ctx, MemoryFilter(team_id=team_id, scope=Scope.USER, owner_id=user_id)
+        ) + self._all(ctx, MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id))
+        return sum(int(self._store.delete(ctx, r.id)) for r in rows if r.created_at <= cutoff)
