@@ -1,0 +1,315 @@
+"""The Redis adapters on a real redis-server: layout, idempotency, cursor, fencing, retention."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from engram import (
+    AdaptiveDecay,
+    ExponentialDecay,
+    Fact,
+    InMemoryBehaviourStore,
+    RedisCheckpointStore,
+    RedisFactRepository,
+    RedisObservationLog,
+    consolidate,
+)
+from engram.adapters.redis_behaviour import RedisBehaviourStore
+from engram.behaviour.models import parse_observations
+from engram.behaviour.ports import RoundInput
+from engram.clock import MS_PER_DAY, FakeClock
+from engram.errors import InvalidInput
+
+from .conftest import IDENTITY, MakeObs
+
+
+def run(
+    store: Any, clock: FakeClock, decay: Any = None, identity: str = IDENTITY
+) -> dict[str, Fact]:
+    facts = consolidate(
+        identity,
+        observations=store,
+        facts=store,
+        checkpoints=store.checkpoints,
+        decay=decay or ExponentialDecay(),
+        now=clock.now_ms(),
+    )
+    return {f.subject: f for f in facts}
+
+
+def stored(store: RedisBehaviourStore) -> dict[str, Fact]:
+    return {f.subject: f for f in store.get(IDENTITY)}
+
+
+def test_every_key_of_an_identity_shares_one_hash_slot(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    run(store, clock)
+    keys = [k.decode() for k in client.keys("engram:*") if b"identities" not in k]
+    assert len(keys) >= 5
+    assert all("{team-a:user-1}" in k for k in keys)
+    assert len({key_slot(k.encode()) for k in keys}) == 1
+    # TTL backstop refreshed on activity
+    assert all(0 < client.pttl(k) <= 90 * MS_PER_DAY for k in keys)
+
+
+def test_append_is_idempotent_by_id_and_counts_new(
+    store: RedisBehaviourStore, make_obs: MakeObs
+) -> None:
+    batch = [make_obs("tool_success", "a"), make_obs("tool_success", "b")]
+    assert store.append(IDENTITY, batch) == 2
+    assert store.append(IDENTITY, batch) == 0
+    assert store.append(IDENTITY, [batch[0], batch[0], make_obs("tool_success", "c")]) == 1
+    got = store.since(IDENTITY, None)
+    assert [o.seq for o in got] == [1, 2, 3]
+    assert got[0].model_dump(exclude={"seq"}) == batch[0].model_dump(exclude={"seq"})
+
+
+def test_bad_input_stores_nothing(store: RedisBehaviourStore, client: redis.Redis) -> None:
+    good = {"type": "tool_success", "metadata": {"toolName": "a", "durationMs": 1}, "createdAt": 1}
+    bad = {"type": "tool_success", "metadata": {"toolName": "a"}, "createdAt": 1}
+    with pytest.raises(InvalidInput) as err:
+        store.append(IDENTITY, parse_observations([good, bad], identity_id=IDENTITY))
+    assert err.value.field == "observations.1.metadata.durationMs"
+    assert client.keys("engram:*") == []
+
+
+def test_consolidation_matches_the_in_memory_reference(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    """The Lua grouping mirrors the Python one, round after round, with both decays."""
+    for decay in (ExponentialDecay(), AdaptiveDecay()):
+        ref = InMemoryBehaviourStore()
+        identity = f"id-{type(decay).__name__}"
+        for day in range(6):
+            batch = [
+                make_obs("tool_success", "get_account", identity=identity),
+                make_obs("tool_failure", "get_account", identity=identity),
+                make_obs("tool_success", f"t{day % 3}", identity=identity),
+                make_obs("entity_access", ("account", "42", "Acme ☃"), identity=identity),
+                make_obs("entity_access", ("schema_table", f"DB.S.T{day % 2}"), identity=identity),
+                make_obs("query_pattern", "royalty" if day % 2 else "revenue", identity=identity),
+            ]
+            store.append(identity, batch)
+            ref.append(identity, batch)
+            got = run(store, clock, decay, identity)
+            want = run(ref, clock, decay, identity)
+            assert got == want
+            clock.advance(days=4)
+
+
+def test_round_trips_are_constant_whatever_the_sizes(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "warm")])
+    run(store, clock)  # loads the scripts
+    counts = []
+    for n in (10, 100, 1000):
+        store.append(IDENTITY, [make_obs("tool_success", f"tool{i % 200}") for i in range(n)])
+        before = store.round_trips
+        run(store, clock)
+        counts.append(store.round_trips - before)
+        clock.advance(days=1)
+    assert counts == [2, 2, 2]  # one read, one commit
+    before = store.round_trips
+    run(store, clock)  # nothing new: one read
+    assert store.round_trips - before == 1
+
+
+def test_late_and_same_millisecond_observations_are_never_skipped(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    t = clock.now_ms()
+    store.append(
+        IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
+    )
+    run(store, clock)
+    clock.advance(days=2)
+    store.append(IDENTITY, [make_obs("tool_success", "early", at=clock.now_ms())])
+    run(store, clock)
+    # reaches Redis after a later checkpoint, created before it; and two in one millisecond
+    store.append(
+        IDENTITY,
+        [
+            make_obs("tool_success", "late", at=t - 1000),
+            make_obs("query_pattern", "x", at=t),
+            make_obs("query_pattern", "y", at=t),
+        ],
+    )
+    facts = run(store, clock)
+    assert {"tool_affinity:late", "domain_preference:x", "domain_preference:y"} <= set(facts)
+
+
+def test_20_concurrent_consolidations_reinforce_exactly_once(
+    redis_url: str, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    pool = redis.ConnectionPool.from_url(redis_url, max_connections=40, socket_timeout=10)
+    client = redis.Redis(connection_pool=pool)
+    barrier = threading.Barrier(20)
+
+    class Racing(RedisBehaviourStore):
+        racing = False
+
+        def read_round(self, identity_id: str) -> RoundInput:
+            read = super().read_round(identity_id)
+            if self.racing and not getattr(threading.current_thread(), "raced", False):
+                threading.current_thread().raced = True  # type: ignore[attr-defined]
+                barrier.wait(timeout=20)
+            return read
+
+    store = Racing(client, clock=clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    run(store, clock)
+    store.append(
+        IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("account", "1"))]
+    )
+    store.racing = True
+    results: list[dict[str, Fact]] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            results.append(run(store, clock))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    assert len(results) == 20
+    for r in results:
+        assert r["tool_affinity:a"].reinforcement_count == 2
+        assert r["entity_frequency:account:1"].reinforcement_count == 1
+    assert stored(store)["tool_affinity:a"].reinforcement_count == 2
+    pool.disconnect()
+
+
+class CrashAfterCommit(RedisBehaviourStore):
+    crash = False
+
+    def commit_round(self, identity_id: str, **kw: Any) -> bool:
+        ok = super().commit_round(identity_id, **kw)
+        if self.crash:
+            self.crash = False
+            raise redis.ConnectionError("connection lost before the reply")
+        return ok
+
+
+class CrashBeforeCommit(RedisBehaviourStore):
+    crash = False
+
+    def commit_round(self, identity_id: str, **kw: Any) -> bool:
+        if self.crash:
+            self.crash = False
+            raise redis.ConnectionError("process died before the commit")
+        return super().commit_round(identity_id, **kw)
+
+
+@pytest.mark.parametrize("cls", [CrashAfterCommit, CrashBeforeCommit])
+def test_a_crash_mid_consolidation_does_not_reinforce_twice(
+    cls: type[Any], client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store = cls(client, clock=clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    run(store, clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    store.crash = True
+    with pytest.raises(redis.ConnectionError):
+        run(store, clock)
+    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
+    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
+
+
+def test_separate_port_objects_on_one_client_take_the_atomic_path(
+    client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    log = RedisObservationLog(client, clock=clock)
+    facts = RedisFactRepository(client, clock=clock)
+    cps = RedisCheckpointStore(client, clock=clock)
+    log.append(IDENTITY, [make_obs("tool_success", "a")])
+    out = consolidate(
+        IDENTITY,
+        observations=log,
+        facts=facts,
+        checkpoints=cps,
+        decay=ExponentialDecay(),
+        now=clock.now_ms(),
+    )
+    assert [f.subject for f in out] == ["tool_affinity:a"]
+    assert log.round_trips == 4  # script load, append, read, commit
+    assert cps.get(IDENTITY) == 1
+    assert facts.get(IDENTITY)[0].reinforcement_count == 1
+
+
+def test_prune_keeps_7_days_below_the_checkpoint_and_drops_older_than_30(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    now = clock.now_ms()
+    eight = make_obs("tool_success", "eight", at=now - 8 * MS_PER_DAY)
+    store.append(
+        IDENTITY,
+        [
+            eight,
+            make_obs("tool_success", "six", at=now - 6 * MS_PER_DAY),
+            make_obs("tool_success", "now", at=now),
+        ],
+    )
+    run(store, clock)
+    assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
+    # a redelivery of a pruned observation is still recognised (tombstone) and adds nothing
+    assert store.append(IDENTITY, [eight]) == 0
+    # an unconsolidated observation is not dropped by the 7-day rule ...
+    pending = make_obs("tool_success", "pending", at=now - 20 * MS_PER_DAY)
+    store.append(IDENTITY, [pending])
+    assert (
+        store.prune(IDENTITY, now - 7 * MS_PER_DAY, up_to_seq=store.checkpoints.get(IDENTITY)) == 0
+    )
+    # ... but anything older than 30 days is (the maintenance job's retention)
+    clock.advance(days=11)
+    assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1
+    assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
+
+
+def test_identity_index_erase_export_and_delete_fact(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append("a", [make_obs("tool_success", "x", identity="a")])
+    clock.advance(days=1)
+    store.append("b", [make_obs("tool_success", "x", identity="b")])
+    clock.advance(days=1)
+    store.append("c", [make_obs("tool_success", "x", identity="c")])
+    assert store.list_identities() == (["a", "b", "c"], 0)
+    assert store.list_identities(limit=2) == (["a", "b"], 2)
+    assert store.list_identities(cursor=2, limit=2) == (["c"], 0)
+    assert store.list_identities(active_before_ms=clock.now_ms() - MS_PER_DAY // 2) == (
+        ["a", "b"],
+        0,
+    )
+    run(store, clock, identity="a")
+    exported = store.export("a")
+    assert exported["checkpoint"] == 1
+    assert [o["metadata"]["toolName"] for o in exported["observations"]] == ["x"]
+    assert [f["subject"] for f in exported["facts"]] == ["tool_affinity:x"]
+    assert store.delete_fact("a", "fact:tool_affinity:x") is True
+    assert store.delete_fact("a", "fact:tool_affinity:x") is False
+    assert store.erase("a") == {"observations": 1, "facts": 0}
+    assert not [k for k in client.keys("engram:*") if b"{a}" in k]
+    assert store.list_identities()[0] == ["b", "c"]
+
+
+def test_scripts_are_reloaded_after_a_script_flush(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    client.script_flush()
+    store.append(IDENTITY, [make_obs("tool_success", "b")])
+    assert set(run(store, clock)) == {"tool_affinity:a", "tool_affinity:b"}
