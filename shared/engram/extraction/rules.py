@@ -110,6 +110,42 @@ class _Candidate:
 _NAME = re.compile(
     r"^(?:(?:please\s+)?(?:you\s+can\s+)?call\s+me|my\s+name\s+is|my\s+name's)\s+(?P<v>.+)$", _I
 )
+_NAME_NOT_FIRST = frozenset(
+    [
+        "not",
+        "a",
+        "an",
+        "the",
+        "when",
+        "if",
+        "back",
+        "later",
+        "tomorrow",
+        "today",
+        "tonight",
+        "at",
+        "on",
+        "in",
+        "after",
+        "before",
+        "now",
+        "again",
+        "sometime",
+        "anytime",
+        "maybe",
+        "whenever",
+        "once",
+        "asap",
+        "up",
+        "out",
+        "by",
+        "with",
+        "about",
+        "any",
+        "whatever",
+        "what",
+    ]
+)
 _NAME_STOP = re.compile(r"\b(?:please|and|but|from|instead|thanks|thank)\b.*$", _I)
 
 
@@ -120,7 +156,7 @@ def _rule_name(clause: str) -> _Candidate | None:
     raw = _NAME_STOP.sub("", m.group("v"))
     value = _clean_value(raw)
     words = _words(value)
-    if not words or len(words) > 3 or words[0].lower() in ("not", "a", "an", "the"):
+    if not words or len(words) > 3 or words[0].lower() in _NAME_NOT_FIRST:
         return None
     if not any(ch.isalpha() for ch in value):
         return None
@@ -142,7 +178,7 @@ def _rule_prefer(clause: str) -> _Candidate | None:
     if not m:
         return None
     x = m.group("x")
-    if (o := _PREFER_OVER.match(x)) and not x.lower().startswith("to "):
+    if (o := _PREFER_OVER.match(x)) and not x.lower().startswith(("to ", "not ")):
         a, b = _clean_value(o.group("a")), _clean_value(o.group("b"))
         if a and b and len(_words(a)) <= 3 and len(_words(b)) <= 3:
             first, second = sorted((normalise_key(a), normalise_key(b)))
@@ -156,9 +192,10 @@ def _rule_prefer(clause: str) -> _Candidate | None:
         if a and t and len(_words(t)) <= 4:
             return _Candidate(f"preference for {t}", a, 0.75)
     thing = _clean_value(x)
-    if not thing or thing.lower().startswith("not "):
+    lowered = thing.lower()
+    if not thing or (lowered.startswith("not ") and not lowered.startswith("not to ")):
         return None
-    topic = thing[3:] if thing.lower().startswith("to ") else thing
+    topic = re.sub(r"^(?:not\s+)?to\s+", "", thing, flags=_I)
     return _Candidate(f"preference {' '.join(_words(topic)[:5])}", f"Prefers {thing}", 0.7)
 
 
@@ -232,9 +269,25 @@ def _rule_allergy(clause: str) -> _Candidate | None:
     return _Candidate(f"allergy {thing}", f"Allergic to {thing}", 0.9)
 
 
+_DIET = re.compile(
+    r"^(?:i'm|i\s+am|im)\s+(?:an?\s+)?(?:strict\s+|full\s+)?(?P<x>vegetarian|vegan|"
+    r"pescatarian|pescetarian|kosher|halal|gluten[- ]free|lactose[- ]intolerant|celiac|"
+    r"coeliac|diabetic)\b",
+    _I,
+)
+
+
+def _rule_diet(clause: str) -> _Candidate | None:
+    m = _DIET.match(clause)
+    if not m:
+        return None
+    return _Candidate("diet", m.group("x").lower(), 0.85)
+
+
 _WORK = re.compile(
     r"^i\s+(?:currently\s+|now\s+|still\s+)?work\s+(?P<prep>at|for|on|as|in)\s+(?P<x>.+)$", _I
 )
+_EMPLOYER_CUT = re.compile(r"\s+(?:on|as|in|with|where|doing|since)\s.*$", _I)
 _WORK_KEYS = {
     "at": "employer",
     "for": "employer",
@@ -252,6 +305,8 @@ def _rule_work(clause: str) -> _Candidate | None:
     prep = m.group("prep").lower()
     if prep == "as":
         value = re.sub(r"^(?:an?|the)\s+", "", value, flags=_I)
+    if prep in ("at", "for"):
+        value = _EMPLOYER_CUT.sub("", value)
     if not value or len(_words(value)) > 10:
         return None
     return _Candidate(_WORK_KEYS[prep], value, 0.8)
@@ -285,7 +340,8 @@ def _rule_use_for(clause: str) -> _Candidate | None:
     m = _USE_FOR.match(clause)
     if not m:
         return None
-    tool, task = _clean_value(m.group("x")), _clean_value(m.group("t"))
+    tool = _clean_value(m.group("x"))
+    task = _clean_value(re.sub(r"\s+and\s.*$", "", m.group("t"), flags=_I))
     if not tool or not task or len(_words(tool)) > 5 or len(_words(task)) > 4:
         return None
     return _Candidate(f"tool for {task}", tool, 0.7)
@@ -348,6 +404,35 @@ _MY_STOP = {
     "favorite",
     "preferred",
 }
+_EVALUATIVE = frozenset(
+    [
+        "nightmare",
+        "mess",
+        "pain",
+        "joke",
+        "hell",
+        "great",
+        "awesome",
+        "terrible",
+        "awful",
+        "boring",
+        "fine",
+        "ok",
+        "okay",
+        "good",
+        "bad",
+        "stressful",
+        "crazy",
+        "busy",
+        "hard",
+        "tough",
+        "amazing",
+        "horrible",
+        "weird",
+        "broken",
+        "down",
+    ]
+)
 _MY_ALIASES = {
     "company": "employer",
     "employer": "employer",
@@ -380,6 +465,8 @@ def _rule_my_is(clause: str) -> _Candidate | None:
     value = _clean_value(m.group("v"))
     if not value or value.lower().startswith(("not ", "a bit", "that ", "to ")):
         return None
+    if re.sub(r"^(?:an?|the|so|very|really|such\s+an?)\s+", "", value.lower()) in _EVALUATIVE:
+        return None
     if words[0] in ("favourite", "favorite", "preferred"):
         topic = " ".join(["preferred", *words[1:]])
     topic = _MY_ALIASES.get(topic, topic)
@@ -391,6 +478,7 @@ def _rule_my_is(clause: str) -> _Candidate | None:
 _PERSONAL_RULES: tuple[Callable[[str], _Candidate | None], ...] = (
     _rule_name,
     _rule_allergy,
+    _rule_diet,
     _rule_prefer,
     _rule_work,
     _rule_live,

@@ -67,6 +67,15 @@ def extract(
         ("Remember that meetings are on Tuesdays", "meetings", "meetings are on Tuesdays"),
         ("Can you remember that I live in Porto?", "location", "Porto"),
         ("Btw, I live in Leeds", "location", "Leeds"),
+        ("I am a vegetarian.", "diet", "vegetarian"),
+        ("Remember that I'm vegan", "diet", "vegan"),
+        ("I prefer not to use emojis", "preference use emojis", "Prefers not to use emojis"),
+        ("I work at Microsoft on Azure networking", "employer", "Microsoft"),
+        (
+            "I use Python for data science and Go for backend services",
+            "tool for data science",
+            "Python",
+        ),
     ],
 )
 def test_statements_become_normalised_proposals(text: str, key: str, value: str) -> None:
@@ -134,6 +143,8 @@ def test_last_statement_wins_within_one_transcript() -> None:
         "Remember this.",
         "Do you remember what I said?",
         "I live in Berlin?",
+        "Call me when you're done.",
+        "My job is a nightmare.",
     ],
 )
 def test_questions_hypotheticals_and_noise_yield_nothing(text: str) -> None:
