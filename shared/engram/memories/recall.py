@@ -38,7 +38,7 @@ STOP_WORDS = frozenset(
     being below between both but by can did do does doing down during each few for from further
     had has have having he her here hers herself him himself his how i if in into is it its
     itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such t than that the their theirs them
+    ourselves out over own s same she should so some such t than that the their theirs them
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with you your yours yourself yourselves""".split()  # noqa: SIM905
 )
