@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -62,7 +64,37 @@ class TranscriptJob(_Model):
     messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     queued_at: EpochMs
 
+    @classmethod
+    def new(
+        cls,
+        *,
+        conversation_id: str,
+        team_id: str,
+        user_id: str,
+        messages: Sequence[TranscriptMessage | Mapping[str, object]],
+        queued_at: int,
+        persona_id: str | None = None,
+        job_id: str | None = None,
+    ) -> TranscriptJob:
+        """A job as the transcript route enqueues it (a fresh uuid4 ``jobId`` unless given).
+        Raises pydantic ValidationError naming the field for bad input."""
+        return cls.model_validate(
+            {
+                "jobId": job_id or str(uuid.uuid4()),
+                "conversationId": conversation_id,
+                "teamId": team_id,
+                "userId": user_id,
+                "personaId": persona_id,
+                "messages": [
+                    m.model_dump() if isinstance(m, TranscriptMessage) else dict(m)
+                    for m in messages
+                ],
+                "queuedAt": queued_at,
+            }
+        )
+
     def to_json(self) -> str:
+        """The queue message body (camelCase JSON)."""
         return self.model_dump_json(by_alias=True, exclude_none=True)
 
 

@@ -109,3 +109,25 @@ def test_bad_proposals_are_rejected(changes: dict[str, object], field: str) -> N
     with pytest.raises(ValidationError) as info:
         Proposal.model_validate({**base, **changes})
     assert info.value.errors()[0]["loc"][0] == field
+
+
+def test_new_job_gets_a_fresh_id_and_validates() -> None:
+    a = TranscriptJob.new(
+        conversation_id="c",
+        team_id="t",
+        user_id="u",
+        messages=[
+            {"role": "user", "content": "hi", "at": 5},
+            TranscriptMessage(role="assistant", content="yo"),
+        ],
+        queued_at=10,
+    )
+    b = TranscriptJob.new(
+        conversation_id="c", team_id="t", user_id="u", messages=a.messages, queued_at=10
+    )
+    assert a.job_id != b.job_id
+    assert a.messages == b.messages
+    assert a.persona_id is None
+    assert TranscriptJob.model_validate_json(a.to_json()) == a
+    with pytest.raises(ValidationError):
+        TranscriptJob.new(conversation_id="", team_id="t", user_id="u", messages=[], queued_at=1)
