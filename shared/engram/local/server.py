@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -321,6 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: LocalHTTPServer
     protocol_version = "HTTP/1.1"
     server_version = "engram-local"
+    timeout = 120  # idle keep-alive connections do not live forever
     sys_version = ""
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -395,7 +397,25 @@ class LocalHTTPServer(ThreadingHTTPServer):
         self.settings = settings
         self._inflight = 0
         self._cond = threading.Condition()
+        self._connections: set[socket.socket] = set()
         super().__init__(address, _Handler)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._cond:
+            self._connections.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._cond:
+                self._connections.discard(request)
+
+    def close_idle_connections(self) -> None:
+        """Shut idle keep-alive connections (call once no request is in flight)."""
+        with self._cond:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     @contextlib.contextmanager
     def tracker(self) -> Any:
@@ -466,6 +486,7 @@ class LocalService:
         self._stopped = True
         self.httpd.shutdown()
         idle = self.httpd.wait_idle(timeout)
+        self.httpd.close_idle_connections()
         self.httpd.server_close()
         ok = idle
         for hook in self._drain_hooks:

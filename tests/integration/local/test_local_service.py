@@ -299,6 +299,8 @@ def test_stop_drains_in_flight_requests_then_runs_hooks(
             result["r"] = c.post_events([{"kind": "query", "text": "x"}])
             order.append("request")
 
+    idle = EngramClient(svc.url, signer.issue("a", "t"), timeout=2)
+    assert idle.health()["status"] == "ok"  # leaves a keep-alive connection open
     t = threading.Thread(target=slow_request)
     t.start()
     deadline = time.monotonic() + 5
@@ -311,6 +313,9 @@ def test_stop_drains_in_flight_requests_then_runs_hooks(
     assert backend.requests == 1
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{svc.url}/v1/health", timeout=1)
+    with pytest.raises(EngramTransportError):
+        idle.health()  # the idle keep-alive connection was closed too
+    idle.close()
 
 
 def test_validation_error_from_model_is_422_not_500() -> None:
