@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     extractor: Literal["rules", "bedrock"] = "rules"
     bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     max_memories_per_user: int = Field(default=5000, ge=1)
+    extraction_max_tokens: int = Field(default=2048, ge=64, le=32_000)
+    extraction_max_receives: int = Field(default=5, ge=1, le=100)
+    extraction_batch_size: int = Field(default=10, ge=1, le=100)
 
     # --- queues --------------------------------------------------------------------------
     ingest_queue_url: str | None = None
