@@ -75,7 +75,7 @@ class ErasureAwareSink:
         )
 
 
-class _Stop(Exception):  # noqa: N818 - internal control flow, never escapes the job
+class _Stop(Exception):  # internal control flow, never escapes the job
     pass
 
 
