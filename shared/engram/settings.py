@@ -97,6 +97,13 @@ class Settings(BaseSettings):
     local_audience: str = "engram-local"
     maintenance_interval_s: int = Field(default=60, ge=1)
 
+    # --- scheduled maintenance -----------------------------------------------------------
+    maintenance_sweep_idle_days: int = Field(default=7, ge=1)
+    maintenance_erasure_settle_days: int = Field(default=14, ge=1)
+    maintenance_max_jobs_per_run: int = Field(default=50, ge=1)
+    maintenance_safety_margin_ms: int = Field(default=10_000, ge=0)
+    maintenance_max_run_ms: int = Field(default=840_000, ge=1000)
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
