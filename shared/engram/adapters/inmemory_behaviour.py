@@ -72,7 +72,7 @@ class InMemoryFactRepository(_Base):
 
     def get(self, identity_id: str) -> list[Fact]:
         with self._lock:
-            return list(self._facts.get(identity_id, {}).values())
+            return [f.model_copy() for f in self._facts.get(identity_id, {}).values()]
 
     def upsert(self, identity_id: str, fact: Fact) -> None:
         self.upsert_batch(identity_id, [fact])
@@ -81,7 +81,7 @@ class InMemoryFactRepository(_Base):
         with self._lock:
             store = self._facts.setdefault(identity_id, {})
             for fact in facts:
-                store[fact.id] = fact
+                store[fact.id] = fact.model_copy()
             self._bump(identity_id)
 
     def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
@@ -168,7 +168,7 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
                 return False
             store = self._facts.setdefault(identity_id, {})
             for fact in upserts:
-                store[fact.id] = fact
+                store[fact.id] = fact.model_copy()
             for fid in deletes:
                 store.pop(fid, None)
             self._bump(identity_id)

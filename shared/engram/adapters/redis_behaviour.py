@@ -25,16 +25,41 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis
+from pydantic import TypeAdapter
 from redis.exceptions import NoScriptError
 
-from engram.behaviour.models import Fact, FactCategory, Observation
+from engram.behaviour.models import (
+    Fact,
+    FactCategory,
+    Observation,
+    ObservationType,
+    observation_to_fact_key,
+)
 from engram.behaviour.ports import KeyGroup, RoundInput
 from engram.clock import MS_PER_DAY, Clock, SystemClock
 
-_PRUNE_LUA = """
-local function drop_live(id, tomb)
+_PRUNE_LUA = r"""
+local function header(member)
+  return string.match(member, '^(%a)\31([^\31]*)\31([^\31]*)\31(%d+)\n')
+end
+local function unpend(seq)
+  local rows = redis.call('ZRANGEBYSCORE', KEYS[2], seq, seq)
+  for _, member in ipairs(rows) do
+    local kind, key = header(member)
+    if kind then
+      local field = kind .. '\31' .. key
+      if redis.call('HINCRBY', KEYS[7], field, -1) <= 0 then
+        redis.call('HDEL', KEYS[7], field, 'l\31' .. key)
+      end
+    end
+  end
+end
+local function drop_live(id, tomb, cursor)
   local seq = redis.call('HGET', KEYS[3], id)
-  if seq then redis.call('ZREMRANGEBYSCORE', KEYS[2], seq, seq) end
+  if seq then
+    if tonumber(seq) > cursor then unpend(seq) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], seq, seq)
+  end
   local ts = redis.call('ZSCORE', KEYS[4], id)
   redis.call('ZREM', KEYS[4], id)
   if tomb and ts then
@@ -46,16 +71,17 @@ local function drop_live(id, tomb)
 end
 local function prune(soft_before, up_to, hard_before)
   local n = 0
+  local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
   if soft_before then
     local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. soft_before)
     for _, id in ipairs(ids) do
       local seq = tonumber(redis.call('HGET', KEYS[3], id) or '0')
-      if seq <= up_to then drop_live(id, true); n = n + 1 end
+      if seq <= up_to and seq <= cursor then drop_live(id, true, cursor); n = n + 1 end
     end
   end
   if hard_before then
     local ids = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. hard_before)
-    for _, id in ipairs(ids) do drop_live(id, false); n = n + 1 end
+    for _, id in ipairs(ids) do drop_live(id, false, cursor); n = n + 1 end
     local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. hard_before)
     for _, id in ipairs(gone) do redis.call('HDEL', KEYS[3], id) end
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. hard_before)
@@ -63,16 +89,18 @@ local function prune(soft_before, up_to, hard_before)
   return n
 end
 local function touch(ttl)
-  for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  for i = 1, 7 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 """
 
-# KEYS: state obs obsid obsts obsgone facts
-# ARGV: ttl_ms now_ms then (id, createdAt, json) triples
+# KEYS: state obs obsid obsts obsgone facts pending
+# ARGV: ttl_ms now_ms then (id, createdAt, member) triples
 _APPEND = (
     _PRUNE_LUA
-    + """
-local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+    + r"""
+local st = redis.call('HMGET', KEYS[1], 'seq', 'pmaxts')
+local seq = tonumber(st[1] or '0')
+local pmaxts = tonumber(st[2] or '0')
 local added = 0
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
@@ -81,96 +109,42 @@ for i = 3, #ARGV, 3 do
     redis.call('HSET', KEYS[3], id, seq)
     redis.call('ZADD', KEYS[2], seq, ARGV[i + 2])
     redis.call('ZADD', KEYS[4], ARGV[i + 1], id)
+    local kind, key, label = header(ARGV[i + 2])
+    if kind then
+      redis.call('HINCRBY', KEYS[7], kind .. '\31' .. key, 1)
+      if kind == 'e' then redis.call('HSET', KEYS[7], 'l\31' .. key, label) end
+    end
+    local created = tonumber(ARGV[i + 1])
+    if created > pmaxts then pmaxts = created end
     added = added + 1
   end
 end
-redis.call('HSET', KEYS[1], 'seq', seq, 'active', ARGV[2])
+redis.call('HSET', KEYS[1], 'seq', seq, 'active', ARGV[2], 'pmaxts', pmaxts)
 touch(ARGV[1])
 return added
 """
 )
 
-# KEYS: state obs facts. Returns cursor, version, count, max_seq, max_created, groups, facts.
-_READ = """
-local st = redis.call('HMGET', KEYS[1], 'cursor', 'version')
-local cursor = tonumber(st[1] or '0')
-local version = tonumber(st[2] or '0')
-local rows = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'WITHSCORES')
-local tools, order = {}, {}
-local others, oorder = {}, {}
-local n, maxseq, maxcreated = 0, cursor, 0
-for i = 1, #rows, 2 do
-  local seq = tonumber(rows[i + 1])
-  if seq > maxseq then maxseq = seq end
-  n = n + 1
-  local ok, o = pcall(cjson.decode, rows[i])
-  if ok and type(o) == 'table' and type(o['metadata']) == 'table' then
-    local md = o['metadata']
-    local created = tonumber(o['createdAt']) or 0
-    if created > maxcreated then maxcreated = created end
-    local t = o['type']
-    if (t == 'tool_success' or t == 'tool_failure') and type(md['toolName']) == 'string' then
-      local name = md['toolName']
-      local g = tools[name]
-      if not g then g = {0, 0, 0}; tools[name] = g; order[#order + 1] = name end
-      if t == 'tool_success' then g[1] = g[1] + 1 else g[2] = g[2] + 1 end
-      if seq > g[3] then g[3] = seq end
-    else
-      local cat, subject, label
-      if t == 'entity_access' and type(md['entityType']) == 'string'
-          and type(md['entityId']) == 'string' then
-        cat = 'entity_frequency'
-        subject = 'entity_frequency:' .. md['entityType'] .. ':' .. md['entityId']
-        label = md['entityId']
-        if type(md['entityName']) == 'string' and md['entityName'] ~= '' then
-          label = md['entityName']
-        end
-      elseif t == 'query_pattern' and type(md['domain']) == 'string' then
-        cat = 'domain_preference'
-        subject = 'domain_preference:' .. md['domain']
-        label = md['domain']
-      end
-      if cat then
-        local g = others[subject]
-        if not g then g = {cat, subject, label, 0, 0}; others[subject] = g;
-          oorder[#oorder + 1] = subject end
-        g[3] = label
-        g[4] = g[4] + 1
-        if seq > g[5] then g[5] = seq end
-      end
-    end
-  end
-end
-local groups = {}
-for _, name in ipairs(order) do
-  local g = tools[name]
-  if g[1] > 0 then
-    groups[#groups + 1] = {'tool_affinity', 'tool_affinity:' .. name, name, g[1], g[1], g[2], g[3]}
-  end
-  if g[2] > 0 then
-    local subject = 'tool_avoidance:' .. name
-    groups[#groups + 1] = {'tool_avoidance', subject, name, g[2], g[1], g[2], g[3]}
-  end
-end
-for _, subject in ipairs(oorder) do
-  local g = others[subject]
-  groups[#groups + 1] = {g[1], g[2], g[3], g[4], 0, 0, g[5]}
-end
-return {cursor, version, n, maxseq, maxcreated, groups, redis.call('HVALS', KEYS[3])}
-"""
-
-# KEYS: state obs obsid obsts obsgone facts
-# ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before n_up,
-#       n_up (id, json) pairs, then fact ids to delete
+# KEYS: state obs obsid obsts obsgone facts pending
+# ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before exp_pmaxts
+#       n_pending, n_pending (field, count) pairs, n_up, n_up (id, json) pairs, deleted fact ids
 _COMMIT = (
     _PRUNE_LUA
-    + """
-local st = redis.call('HMGET', KEYS[1], 'cursor', 'version')
+    + r"""
+local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts')
 if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
   return -1
 end
-local nup = tonumber(ARGV[8])
-local i = 9
+local i = 10
+for _ = 1, tonumber(ARGV[9]) do
+  local field = ARGV[i]
+  if redis.call('HINCRBY', KEYS[7], field, -tonumber(ARGV[i + 1])) <= 0 then
+    redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
+  end
+  i = i + 2
+end
+local nup = tonumber(ARGV[i])
+i = i + 1
 for _ = 1, nup do
   redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1])
   i = i + 2
@@ -180,6 +154,7 @@ while i <= #ARGV do
   i = i + 1
 end
 redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4])
+if tonumber(st[3] or '0') == tonumber(ARGV[8]) then redis.call('HSET', KEYS[1], 'pmaxts', 0) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 local pruned = prune(ARGV[6], tonumber(ARGV[3]), ARGV[7])
 touch(ARGV[5])
@@ -187,10 +162,10 @@ return pruned
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts. ARGV: soft_before|'' up_to hard_before|''
+# KEYS: state obs obsid obsts obsgone facts pending. ARGV: soft_before|'' up_to hard_before|''
 _PRUNE = (
     _PRUNE_LUA
-    + """
+    + r"""
 local soft, hard = nil, nil
 if ARGV[1] ~= '' then soft = ARGV[1] end
 if ARGV[3] ~= '' then hard = ARGV[3] end
@@ -198,10 +173,10 @@ return prune(soft, tonumber(ARGV[2]), hard)
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts. ARGV: ttl now mode(upsert|delete) args...
+# KEYS: state obs obsid obsts obsgone facts pending. ARGV: ttl now mode(upsert|delete) args...
 _FACTS = (
     _PRUNE_LUA
-    + """
+    + r"""
 local n = 0
 if ARGV[3] == 'upsert' then
   for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]); n = n + 1 end
@@ -214,17 +189,18 @@ return n
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts
-_ERASE = """
+# KEYS: state obs obsid obsts obsgone facts pending
+_ERASE = r"""
 local obs = redis.call('ZCARD', KEYS[2])
 local facts = redis.call('HLEN', KEYS[6])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 return {obs, facts}
 """
 
+_KEY_NAMES = ("state", "obs", "obsid", "obsts", "obsgone", "facts", "pending")
+
 _SCRIPTS = {
     "append": _APPEND,
-    "read": _READ,
     "commit": _COMMIT,
     "prune": _PRUNE,
     "facts": _FACTS,
@@ -234,6 +210,52 @@ _SCRIPTS = {
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+_FACTS_ADAPTER: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
+
+
+def _parse_facts(rows: Sequence[Any]) -> list[Fact]:
+    """Parse many fact JSON documents in one validator call."""
+    if not rows:
+        return []
+    raw = [r if isinstance(r, bytes) else str(r).encode() for r in rows]
+    return _FACTS_ADAPTER.validate_json(b"[" + b",".join(raw) + b"]")
+
+
+_SEP = "\x1f"
+_KIND = {
+    ObservationType.TOOL_SUCCESS: "s",
+    ObservationType.TOOL_FAILURE: "f",
+    ObservationType.ENTITY_ACCESS: "e",
+    ObservationType.QUERY_PATTERN: "d",
+}
+
+
+def _label(text: str) -> str:
+    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in text)[:200]
+
+
+def encode_member(obs: Observation) -> str:
+    """``kind␟key␟label␟createdAt\\n<json>``: a header the read script groups by without
+    decoding JSON (key fields are validated free of control characters), then the JSON."""
+    md = obs.metadata
+    if obs.type in (ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE):
+        key = label = str(md["toolName"])
+    else:
+        _, key = observation_to_fact_key(obs)
+        if obs.type is ObservationType.ENTITY_ACCESS:
+            label = str(md.get("entityName") or md["entityId"])
+        else:
+            label = str(md["domain"])
+    header = _SEP.join((_KIND[obs.type], key, _label(label), str(obs.created_at)))
+    return f"{header}\n{obs.to_storage_json()}"
+
+
+def decode_member(member: bytes | str) -> str:
+    """The observation JSON of a stored member."""
+    text = _text(member)
+    return text.split("\n", 1)[1]
 
 
 class _RedisBase:
@@ -256,12 +278,10 @@ class _RedisBase:
 
     # --- keys -------------------------------------------------------------------------
     def keys(self, identity_id: str) -> list[str]:
-        """state, obs, obsid, obsts, obsgone, facts — all with the hash tag ``{identity}``."""
+        """state, obs, obsid, obsts, obsgone, facts, pending — all tagged ``{identity}``."""
         tag = "{" + identity_id + "}"
         p = self.prefix
-        return [
-            f"{p}:{name}:{tag}" for name in ("state", "obs", "obsid", "obsts", "obsgone", "facts")
-        ]
+        return [f"{p}:{name}:{tag}" for name in _KEY_NAMES]
 
     @property
     def index_key(self) -> str:
@@ -348,7 +368,7 @@ class _RedisBase:
 
     def export(self, identity_id: str) -> dict[str, Any]:
         """Everything stored for the identity (stored, not decayed, confidence)."""
-        state, obs, _, _, _, facts = self.keys(identity_id)
+        state, obs, _, _, _, facts, _ = self.keys(identity_id)
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(state)
         pipe.zrange(obs, 0, -1, withscores=True)
@@ -359,7 +379,9 @@ class _RedisBase:
         return {
             "identityId": identity_id,
             "checkpoint": int(cursor) if cursor is not None else None,
-            "observations": [{**json.loads(member), "seq": int(score)} for member, score in rows],
+            "observations": [
+                {**json.loads(decode_member(member)), "seq": int(score)} for member, score in rows
+            ],
             "facts": [json.loads(v) for v in fact_rows],
         }
 
@@ -369,29 +391,35 @@ class _RedisBase:
 
     # --- the atomic consolidation store -------------------------------------------------
     def read_round(self, identity_id: str) -> RoundInput:
-        state, obs, _, _, _, facts = self.keys(identity_id)
-        cursor, version, n, max_seq, max_created, groups, fact_rows = self._run(
-            "read", [state, obs, facts], []
-        )
+        """One MULTI/EXEC round trip: cursor, version, arrival seq, the pending aggregate
+        (counts per fact key, kept up to date by ``append``) and the facts — O(distinct
+        keys), not O(observations)."""
+        keys = self.keys(identity_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hmget(keys[0], "cursor", "version", "seq", "pmaxts")
+        pipe.hgetall(keys[6])
+        pipe.hvals(keys[5])
+        (cursor, version, seq, pmaxts), pairs, fact_rows = pipe.execute()
+        self.round_trips += 1
+        pending: list[tuple[str, int]] = []
+        labels: dict[str, str] = {}
+        for raw_field, raw_value in pairs.items():
+            field, value = _text(raw_field), _text(raw_value)
+            if field.startswith("l" + _SEP):
+                labels[field[2:]] = value
+            else:
+                pending.append((field, int(value)))
+        cursor, version, seq, pmaxts = (int(x or 0) for x in (cursor, version, seq, pmaxts))
+        groups, count = _groups(pending, labels, seq)
         return RoundInput(
-            cursor=int(cursor),
-            version=int(version),
-            facts=[Fact.model_validate_json(v) for v in fact_rows],
-            groups=[
-                KeyGroup(
-                    FactCategory(_text(g[0])),
-                    _text(g[1]),
-                    _text(g[2]),
-                    int(g[3]),
-                    int(g[4]),
-                    int(g[5]),
-                    int(g[6]),
-                )
-                for g in groups
-            ],
-            observation_count=int(n),
-            max_seq=int(max_seq),
-            max_created_at=int(max_created),
+            cursor=cursor,
+            version=version,
+            facts=_parse_facts(fact_rows),
+            groups=groups,
+            observation_count=count,
+            max_seq=seq,
+            max_created_at=pmaxts,
+            token=(pending, pmaxts),
         )
 
     def commit_round(
@@ -405,6 +433,7 @@ class _RedisBase:
         hard_prune_before_ms: int,
         now_ms: int,
     ) -> bool:
+        pending, pmaxts = read.token if read.token is not None else ([], 0)
         args: list[Any] = [
             read.cursor,
             read.version,
@@ -413,13 +442,68 @@ class _RedisBase:
             self.ttl_ms,
             prune_before_ms,
             hard_prune_before_ms,
-            len(upserts),
+            pmaxts,
+            len(pending),
         ]
+        for field, value in pending:
+            args += [field, value]
+        args.append(len(upserts))
         for fact in upserts:
             args += [fact.id, fact.to_storage_json()]
         args += list(deletes)
         result = self._run("commit", self.keys(identity_id), args, touch=identity_id)
         return int(result) >= 0
+
+
+def _groups(
+    pending: Sequence[tuple[str, int]], labels: dict[str, str], max_seq: int
+) -> tuple[list[KeyGroup], int]:
+    """Key groups from the pending aggregate (``kind␟key`` → count)."""
+    tools: dict[str, list[int]] = {}
+    groups: list[KeyGroup] = []
+    total = 0
+    for field, count in pending:
+        if count <= 0:
+            continue
+        kind, key = field[0], field[2:]
+        total += count
+        if kind in ("s", "f"):
+            t = tools.setdefault(key, [0, 0])
+            t[0 if kind == "s" else 1] += count
+        elif kind == "e":
+            label = labels.get(key) or key.split(":", 2)[-1]
+            groups.append(KeyGroup(FactCategory.ENTITY_FREQUENCY, key, label, count, 0, 0, max_seq))
+        elif kind == "d":
+            label = key.split(":", 1)[1]
+            groups.append(
+                KeyGroup(FactCategory.DOMAIN_PREFERENCE, key, label, count, 0, 0, max_seq)
+            )
+    for tool, (succ, fail) in tools.items():
+        if succ:
+            groups.append(
+                KeyGroup(
+                    FactCategory.TOOL_AFFINITY,
+                    f"tool_affinity:{tool}",
+                    tool,
+                    succ,
+                    succ,
+                    fail,
+                    max_seq,
+                )
+            )
+        if fail:
+            groups.append(
+                KeyGroup(
+                    FactCategory.TOOL_AVOIDANCE,
+                    f"tool_avoidance:{tool}",
+                    tool,
+                    fail,
+                    succ,
+                    fail,
+                    max_seq,
+                )
+            )
+    return groups, total
 
 
 def _backing(obj: object) -> _RedisBase:
@@ -436,18 +520,18 @@ class RedisObservationLog(_RedisBase):
             return 0
         args: list[Any] = [self.ttl_ms, self.clock.now_ms()]
         for obs in observations:
-            args += [obs.id, obs.created_at, obs.to_storage_json()]
+            args += [obs.id, obs.created_at, encode_member(obs)]
         return int(self._run("append", self.keys(identity_id), args, touch=identity_id))
 
     def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
-        _, obs, _, _, _, _ = self.keys(identity_id)
+        obs = self.keys(identity_id)[1]
         rows: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
             obs, f"({checkpoint or 0}", "+inf", withscores=True
         )
         self.round_trips += 1
         out = []
         for member, score in rows:
-            o = Observation.model_validate_json(member)
+            o = Observation.model_validate_json(decode_member(member))
             out.append(o.model_copy(update={"seq": int(score)}))
         return out
 
@@ -456,7 +540,7 @@ class RedisFactRepository(_RedisBase):
     def get(self, identity_id: str) -> list[Fact]:
         rows = self.client.hvals(self.keys(identity_id)[5])
         self.round_trips += 1
-        return [Fact.model_validate_json(v) for v in rows]
+        return _parse_facts(rows)
 
     def upsert(self, identity_id: str, fact: Fact) -> None:
         self.upsert_batch(identity_id, [fact])

@@ -47,13 +47,22 @@ def fact_content(category: FactCategory, label: str, subject: str) -> str:
     return f"Recurring issue: {name}"
 
 
-def with_current_confidence(facts: Sequence[Fact], decay: DecayStrategy, now: int) -> list[Fact]:
-    """Facts carrying their current confidence, expired ones left out, best ranked first."""
+def with_current_confidence(
+    facts: Sequence[Fact], decay: DecayStrategy, now: int, *, copy: bool = True
+) -> list[Fact]:
+    """Facts carrying their current confidence, expired ones left out, best ranked first.
+
+    ``copy=False`` updates the given objects in place (only for objects nobody else holds).
+    """
     out: list[Fact] = []
     for fact in facts:
         current = decay.apply(fact, now)
         if current >= decay.expiry_threshold:
-            out.append(fact.model_copy(update={"confidence": current}))
+            if copy:
+                out.append(fact.model_copy(update={"confidence": current}))
+            else:
+                fact.confidence = current
+                out.append(fact)
     out.sort(key=lambda f: (-f.rank(), f.subject))
     return out
 
@@ -87,12 +96,13 @@ def plan_round(
                 created_at=now,
                 updated_at=now,
                 ease_factor=decay.new_fact_ease(),
+                round_cursor=round_cursor,
             )
         elif current.round_cursor is not None and current.round_cursor >= group.max_seq:
             continue  # already reinforced by these very observations (crash rerun)
         else:
-            fact = decay.reinforce(current, group.quality(), now=now)
-        fact = fact.model_copy(update={"round_cursor": round_cursor})
+            fact = decay.reinforce(current, group.quality(), now=now)  # a new object
+            fact.round_cursor = round_cursor
         by_subject[group.subject] = fact
         upserts.append(fact)
     deletes: list[str] = []
@@ -151,9 +161,9 @@ def _consolidate_atomic(
 ) -> list[Fact]:
     read: RoundInput | None = None
     for _ in range(MAX_ATTEMPTS):
-        read = store.read_round(identity_id)
+        read = store.read_round(identity_id)  # fresh objects: no copies needed below
         if read.observation_count == 0:
-            return with_current_confidence(read.facts, decay, now)
+            return with_current_confidence(read.facts, decay, now, copy=False)
         upserts, deletes, active = plan_round(
             identity_id, read.groups, read.facts, decay, now=now, round_cursor=read.max_seq
         )
@@ -166,10 +176,10 @@ def _consolidate_atomic(
             hard_prune_before_ms=now - RETENTION_MS,
             now_ms=now,
         ):
-            return with_current_confidence(active, decay, now)
+            return with_current_confidence(active, decay, now, copy=False)
     # Fenced out every time (a storm of concurrent rounds): answer with what was read.
     assert read is not None
-    return with_current_confidence(read.facts, decay, now)
+    return with_current_confidence(read.facts, decay, now, copy=False)
 
 
 def _consolidate_ports(

@@ -78,10 +78,14 @@ def _check_type(key: str, value: Any, kind: str) -> None:
             "metadata.{key} must be a {kind}",
             {"key": key, "kind": "non-negative number" if kind == _NUM else kind},
         )
-    if key in _KEY_FIELDS and (not value.strip() or len(value) > MAX_KEY_FIELD_CHARS):
+    if key in _KEY_FIELDS and (
+        not value.strip()
+        or len(value) > MAX_KEY_FIELD_CHARS
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+    ):
         raise PydanticCustomError(
             "metadata_key",
-            "metadata.{key} must be non-empty and at most {n} characters",
+            "metadata.{key} must be non-empty, at most {n} characters, without control characters",
             {"key": key, "n": MAX_KEY_FIELD_CHARS},
         )
 

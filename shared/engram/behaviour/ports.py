@@ -89,6 +89,7 @@ class RoundInput:
     observation_count: int = 0
     max_seq: int = 0
     max_created_at: int = 0
+    token: Any = None  # store-specific data the commit needs back (e.g. what was read)
 
 
 @runtime_checkable

@@ -92,7 +92,7 @@ def test_consolidation_matches_the_in_memory_reference(
                 make_obs("tool_success", "get_account", identity=identity),
                 make_obs("tool_failure", "get_account", identity=identity),
                 make_obs("tool_success", f"t{day % 3}", identity=identity),
-                make_obs("entity_access", ("account", "42", "Acme ☃"), identity=identity),
+                make_obs("entity_access", ("account", "42", "Acme ☃\n\x1f# x"), identity=identity),
                 make_obs("entity_access", ("schema_table", f"DB.S.T{day % 2}"), identity=identity),
                 make_obs("query_pattern", "royalty" if day % 2 else "revenue", identity=identity),
             ]
@@ -277,6 +277,7 @@ def test_prune_keeps_7_days_below_the_checkpoint_and_drops_older_than_30(
     clock.advance(days=11)
     assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1
     assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
+    assert "tool_affinity:pending" not in run(store, clock)  # dropped means dropped
 
 
 def test_identity_index_erase_export_and_delete_fact(

@@ -64,6 +64,14 @@ def test_identity_comes_from_the_caller_not_the_payload() -> None:
         (payload(metadata={"toolName": " ", "durationMs": 1}), "observations.1.metadata.toolName"),
         (payload(type="tool_failure"), "observations.1.metadata.error"),
         (
+            payload(metadata={"toolName": "a\x1fb", "durationMs": 1}),
+            "observations.1.metadata.toolName",
+        ),
+        (
+            payload(type="query_pattern", metadata={"domain": "a\nb", "query": "q"}),
+            "observations.1.metadata.domain",
+        ),
+        (
             payload(type="entity_access", metadata={"entityType": "a"}),
             "observations.1.metadata.entityId",
         ),

@@ -1,0 +1,79 @@
+"""``python -m bench [names...]``: run every (or the named) ``bench/bench_*.py`` module.
+
+A name is the part after ``bench_`` (``consolidation``) or the module name itself. Each
+module's ``run(results_dir)`` returns a JSON-able dict; it is written, with the machine it ran
+on, to ``bench/results/<name>.json``. Exit status 1 if any benchmark raised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def discover() -> list[str]:
+    return sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+
+
+def machine() -> dict[str, object]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    available = discover()
+    if args and args[0] in {"-h", "--help"}:
+        print(__doc__)
+        print("available:", ", ".join(available))
+        return 0
+    wanted = [a.removeprefix("bench_") for a in args] or available
+    unknown = [w for w in wanted if w not in available]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}")
+        return 2
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for name in wanted:
+        print(f"== bench {name}", flush=True)
+        started = time.monotonic()
+        try:
+            module = importlib.import_module(f"bench.bench_{name}")
+            result = module.run(RESULTS)
+        except Exception:
+            traceback.print_exc()
+            failed += 1
+            continue
+        record = {
+            "benchmark": name,
+            "ranAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "seconds": round(time.monotonic() - started, 1),
+            "machine": machine(),
+            **result,
+        }
+        tmp = RESULTS / f"{name}.json.tmp"
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
+        tmp.replace(RESULTS / f"{name}.json")
+        summary = result.get("summary")
+        if summary:
+            print(summary)
+        print(f"   -> {RESULTS / (name + '.json')} ({record['seconds']} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

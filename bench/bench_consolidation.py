@@ -1,0 +1,292 @@
+"""Consolidation on a local redis-server: latency, round trips, and the ratio to the floor.
+
+For 10 / 100 / 1,000 / 10,000 pending observations against 200 existing facts, each iteration
+appends fresh observations (untimed), times one pipelined read of the same keys (the floor),
+then times ``consolidate()`` (read + plan + fenced commit), and counts the round trips the
+store made and the commands Redis processed. Consolidated observations are pruned between
+iterations (untimed) so every iteration sees the same sizes. ``redis-benchmark`` (PING, one
+client) is recorded alongside as the machine's raw round-trip floor.
+
+Uses ``REDIS_URL`` when set, else starts a private ``redis-server`` from PATH.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from engram.adapters.redis_behaviour import RedisBehaviourStore
+from engram.behaviour.consolidation import consolidate
+from engram.behaviour.decay import ExponentialDecay
+from engram.behaviour.models import Observation, ObservationType
+from engram.clock import FakeClock
+
+SIZES = (10, 100, 1_000, 10_000)
+ITERATIONS = {10: 300, 100: 300, 1_000: 200, 10_000: 25}
+FACTS = 200
+TARGET_P99_MS = 15.0
+TARGET_RATIO = 3.0
+
+
+@contextlib.contextmanager
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise RuntimeError("redis-server not on PATH and REDIS_URL unset")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    workdir = tempfile.mkdtemp(prefix="engram-bench-")
+    proc = subprocess.Popen(
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(port=port)
+        for _ in range(200):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        client.close()
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def kinds() -> list[tuple[ObservationType, dict[str, Any]]]:
+    """200 distinct fact keys: 50 tools ok, 50 tools failing, 50 entities, 50 domains."""
+    out: list[tuple[ObservationType, dict[str, Any]]] = []
+    for i in range(50):
+        out.append((ObservationType.TOOL_SUCCESS, {"toolName": f"tool_{i}", "durationMs": 12}))
+        out.append(
+            (
+                ObservationType.TOOL_FAILURE,
+                {"toolName": f"flaky_{i}", "durationMs": 30, "error": "x"},
+            )
+        )
+        out.append(
+            (
+                ObservationType.ENTITY_ACCESS,
+                {"entityType": "account", "entityId": f"A-{i}", "entityName": f"Account {i}"},
+            )
+        )
+        out.append((ObservationType.QUERY_PATTERN, {"domain": f"domain_{i}", "query": "q" * 40}))
+    return out
+
+
+def batch(identity: str, n: int, now: int) -> list[Observation]:
+    ks = kinds()
+    return [
+        Observation.model_construct(
+            id=uuid.uuid4().hex,
+            identity_id=identity,
+            type=ks[i % FACTS][0],
+            content="observation content of a typical length for a summary line",
+            metadata=ks[i % FACTS][1],
+            created_at=now,
+            seq=None,
+        )
+        for i in range(n)
+    ]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: str) -> float:
+    """One pipelined read of the keys a consolidation reads: state, pending aggregate, facts."""
+    state, _, _, _, _, facts, pending = store.keys(identity)
+    started = time.perf_counter_ns()
+    pipe = client.pipeline(transaction=False)
+    pipe.hmget(state, "cursor", "version", "seq", "pmaxts")
+    pipe.hgetall(pending)
+    pipe.hvals(facts)
+    pipe.execute()
+    return (time.perf_counter_ns() - started) / 1e6
+
+
+def naive_floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: str) -> float:
+    """One pipelined read of the pending observations themselves plus the facts (the seed's
+    design reads these: what a consolidation without the pending aggregate would cost)."""
+    state, obs, _, _, _, facts, _ = store.keys(identity)
+    cursor = int(client.hget(state, "cursor") or 0)
+    started = time.perf_counter_ns()
+    pipe = client.pipeline(transaction=False)
+    pipe.hmget(state, "cursor", "version")
+    pipe.zrangebyscore(obs, f"({cursor}", "+inf", withscores=True)
+    pipe.hvals(facts)
+    pipe.execute()
+    return (time.perf_counter_ns() - started) / 1e6
+
+
+def commands_processed(client: redis.Redis) -> int:
+    return int(client.info("stats")["total_commands_processed"])
+
+
+def measure(client: redis.Redis, n: int) -> dict[str, Any]:
+    clock = FakeClock()
+    store = RedisBehaviourStore(client, prefix=f"bench{n}", clock=clock)
+    identity = f"bench:{n}"
+    decay = ExponentialDecay()
+
+    def once() -> list[Any]:
+        return consolidate(
+            identity,
+            observations=store,
+            facts=store,
+            checkpoints=store.checkpoints,
+            decay=decay,
+            now=clock.now_ms(),
+        )
+
+    store.append(identity, batch(identity, FACTS, clock.now_ms()))  # the 200 existing facts
+    assert len(once()) == FACTS
+    consolidation_ms: list[float] = []
+    floor_ms: list[float] = []
+    naive_ms: list[float] = []
+    round_trips: set[int] = set()
+    commands: set[int] = set()
+    for _ in range(ITERATIONS[n]):
+        store.append(identity, batch(identity, n, clock.now_ms()))
+        floor_ms.append(floor_read(client, store, identity))
+        naive_ms.append(naive_floor_read(client, store, identity))
+        before_rt, before_cmd = store.round_trips, commands_processed(client)
+        started = time.perf_counter_ns()
+        facts = once()
+        consolidation_ms.append((time.perf_counter_ns() - started) / 1e6)
+        round_trips.add(store.round_trips - before_rt)
+        commands.add(commands_processed(client) - before_cmd - 1)  # minus the INFO itself
+        assert len(facts) == FACTS
+        store.prune(identity, clock.now_ms() + 1)  # untimed: drop what was consolidated
+    store.erase(identity)
+    p50, p99 = pct(consolidation_ms, 0.5), pct(consolidation_ms, 0.99)
+    f50, f99 = pct(floor_ms, 0.5), pct(floor_ms, 0.99)
+    return {
+        "pendingObservations": n,
+        "facts": FACTS,
+        "iterations": ITERATIONS[n],
+        "consolidationMs": {
+            "p50": round(p50, 3),
+            "p99": round(p99, 3),
+            "mean": round(statistics.fmean(consolidation_ms), 3),
+        },
+        "floorMs": {"p50": round(f50, 3), "p99": round(f99, 3)},
+        "ratioToFloor": {"p50": round(p50 / f50, 2), "p99": round(p99 / f99, 2)},
+        "naiveFloorMs": {"p50": round(pct(naive_ms, 0.5), 3), "p99": round(pct(naive_ms, 0.99), 3)},
+        "ratioToNaiveFloor": {
+            "p50": round(p50 / pct(naive_ms, 0.5), 2),
+            "p99": round(p99 / pct(naive_ms, 0.99), 2),
+        },
+        "roundTrips": sorted(round_trips),
+        "serverCommandsInclScriptCalls": sorted(commands),
+    }
+
+
+def redis_benchmark_floor(url: str) -> dict[str, Any] | None:
+    exe = shutil.which("redis-benchmark")
+    if exe is None:
+        return None
+    parsed = redis.connection.parse_url(url)
+    out = subprocess.run(
+        [
+            exe,
+            "-h",
+            str(parsed.get("host", "127.0.0.1")),
+            "-p",
+            str(parsed.get("port", 6379)),
+            "-c",
+            "1",
+            "-n",
+            "20000",
+            "-t",
+            "ping",
+            "--csv",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    rows = [
+        ln.replace('"', "").split(",") for ln in out.stdout.splitlines() if ln.startswith('"PING')
+    ]
+    if not rows:
+        return None
+    result: dict[str, Any] = {"client": 1}
+    for row in rows:
+        rps = float(row[1])
+        result[row[0]] = {"requestsPerSecond": rps, "usPerRoundTrip": round(1e6 / rps, 1)}
+    return result
+
+
+def run(results_dir: Path) -> dict[str, Any]:
+    with redis_url() as url:
+        client = redis.Redis.from_url(url, socket_timeout=30)
+        server = client.info("server")
+        rows = [measure(client, n) for n in SIZES]
+        pingfloor = redis_benchmark_floor(url)
+        client.close()
+    at_1000 = next(r for r in rows if r["pendingObservations"] == 1_000)
+    constant = len({tuple(r["roundTrips"]) for r in rows}) == 1
+    lines = [
+        f"   {'pending':>8} {'p50 ms':>8} {'p99 ms':>8} {'floor p50':>10} {'ratio p50':>10} "
+        f"{'ratio p99':>10} {'round trips':>12} {'naive p50':>10}",
+    ]
+    for r in rows:
+        lines.append(
+            f"   {r['pendingObservations']:>8} {r['consolidationMs']['p50']:>8} "
+            f"{r['consolidationMs']['p99']:>8} {r['floorMs']['p50']:>10} "
+            f"{r['ratioToFloor']['p50']:>10} {r['ratioToFloor']['p99']:>10} "
+            f"{','.join(map(str, r['roundTrips'])):>12} {r['naiveFloorMs']['p50']:>10}"
+        )
+    targets = {
+        "p99UnderMsAt1000": TARGET_P99_MS,
+        "p99Met": at_1000["consolidationMs"]["p99"] < TARGET_P99_MS,
+        "ratioToFloorAt1000": TARGET_RATIO,
+        "ratioMetAtP50": at_1000["ratioToFloor"]["p50"] <= TARGET_RATIO,
+        "ratioMetAtP99": at_1000["ratioToFloor"]["p99"] <= TARGET_RATIO,
+        "roundTripsConstant": constant,
+    }
+    lines.append(f"   targets: {targets}")
+    return {
+        "redis": {"version": server.get("redis_version"), "url": url.split("@")[-1]},
+        "rows": rows,
+        "redisBenchmark": pingfloor,
+        "targets": targets,
+        "summary": "\n".join(lines),
+    }
