@@ -1,0 +1,1 @@
+"""The Engram CDK app: stage config, stacks, constructs and Docker-free Lambda bundling."""

@@ -1,0 +1,120 @@
+"""The Engram CDK app. ``cdk synth -c stage=dev|staging|prod`` (see ``infra/cdk.sh``).
+
+Run as a module from the repository root (``python -m infra.app``, as ``cdk.json`` does) so
+that ``infra.constructs`` never shadows the ``constructs`` library.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import App, Stack, Tags
+
+from infra.bundling import REPO_ROOT
+from infra.config import StageConfig, stage_config
+from infra.constructs.nag import enable_aws_solutions
+from infra.stacks.data import DataStack
+from infra.stacks.monitoring import MonitoringStack
+from infra.stacks.network import NetworkStack
+from infra.stacks.service import DataEndpoints, ServiceStack
+
+
+@dataclass(frozen=True)
+class EngramStage:
+    """The stacks of one deployed stage."""
+
+    config: StageConfig
+    network: NetworkStack
+    data: DataStack
+    service: ServiceStack
+    monitoring: MonitoringStack
+
+    @property
+    def stacks(self) -> tuple[Stack, ...]:
+        return (self.network, self.data, self.service, self.monitoring)
+
+
+def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> EngramStage:
+    """Add the four stacks of ``config``'s stage to ``app`` (env-agnostic: no lookups)."""
+    prefix = f"Engram-{config.name}"
+    protect = config.deletion_protection
+    network = NetworkStack(
+        app,
+        f"{prefix}-Network",
+        config=config,
+        description=f"Engram {config.name}: VPC and endpoints",
+        termination_protection=protect,
+    )
+    data = DataStack(
+        app,
+        f"{prefix}-Data",
+        config=config,
+        vpc=network.vpc,
+        functions_sg=network.functions_sg,
+        endpoints_sg=network.endpoints_sg,
+        description=f"Engram {config.name}: Aurora PostgreSQL, RDS Proxy, ElastiCache",
+        termination_protection=protect,
+    )
+    service = ServiceStack(
+        app,
+        f"{prefix}-Service",
+        config=config,
+        repo_root=repo_root,
+        vpc=network.vpc,
+        functions_sg=network.functions_sg,
+        data=DataEndpoints(
+            database_url=data.database_url,
+            database_secret=data.database_secret,
+            database_cluster=data.cluster,
+            proxy=data.proxy,
+            redis_url=data.redis_url,
+            cache_username=data.cache_username,
+            cache_secret=data.cache_secret,
+        ),
+        description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",
+        termination_protection=protect,
+    )
+    monitoring = MonitoringStack(
+        app,
+        f"{prefix}-Monitoring",
+        config=config,
+        service=service,
+        description=f"Engram {config.name}: alarms and dashboard",
+    )
+    # CloudFormation rejects tags on proxy target groups although CDK offers them.
+    untaggable = ["AWS::RDS::DBProxyTargetGroup"]
+    Tags.of(app).add("project", "engram", exclude_resource_types=untaggable)
+    Tags.of(app).add("engram:stage", config.name, exclude_resource_types=untaggable)
+    return EngramStage(config, network, data, service, monitoring)
+
+
+def create_app(
+    stage: str, *, repo_root: Path = REPO_ROOT, outdir: str | None = None, nag: bool = True
+) -> tuple[App, EngramStage]:
+    """An app holding one stage, with cdk-nag AwsSolutions checks on synthesis."""
+    context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
+    app = App(outdir=outdir, context=context) if outdir else App(context=context)
+    built = build_stage(app, stage_config(stage), repo_root)
+    if nag:
+        enable_aws_solutions(app)
+    return app, built
+
+
+def main() -> int:
+    probe = App()
+    stage = probe.node.try_get_context("stage")
+    if not stage:
+        print("infra: choose a stage with -c stage=dev|staging|prod", file=sys.stderr)
+        return 2
+    app = probe
+    build_stage(app, stage_config(str(stage)))
+    enable_aws_solutions(app)
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""Typed per-stage configuration.
+
+Every difference between ``dev``, ``staging`` and ``prod`` is a *value* of :class:`StageConfig`;
+the stacks read values and never branch on the stage name. A stage is chosen with
+``cdk synth -c stage=<name>`` (``make synth STAGE=<name>``).
+
+This module imports no CDK code so it can be validated and unit-tested cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+LAMBDA_FUNCTIONS: tuple[str, ...] = (
+    "ingest",
+    "ingest_consumer",
+    "session",
+    "memories",
+    "maintenance",
+)
+"""The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
+
+
+class FunctionConfig(BaseModel):
+    """Sizing of one Lambda function."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_mb: int = Field(default=512, ge=128, le=10_240)
+    timeout_s: int = Field(default=10, ge=1, le=900)
+
+
+class StageConfig(BaseModel):
+    """Everything that differs between stages. Defaults are the smallest sensible values."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{1,15}$")
+    # --- data protection -----------------------------------------------------------------
+    retain_data: bool = Field(
+        default=False, description="Keep Aurora, the cache, secrets and the user pool on delete."
+    )
+    deletion_protection: bool = False
+    backup_retention_days: int = Field(default=1, ge=1, le=35)
+    cache_snapshot_retention_days: int = Field(default=0, ge=0, le=35)
+    log_retention_days: int = Field(default=7, ge=1)
+    # --- capacity ------------------------------------------------------------------------
+    max_azs: int = Field(default=2, ge=2, le=3)
+    aurora_min_acu: float = Field(default=0.5, ge=0, le=256)
+    aurora_max_acu: float = Field(default=2, ge=1, le=256)
+    aurora_readers: int = Field(default=0, ge=0, le=15)
+    cache_max_data_gb: int = Field(default=1, ge=1, le=5000)
+    cache_max_ecpu_per_second: int = Field(default=5000, ge=1000, le=15_000_000)
+    functions: dict[str, FunctionConfig] = Field(
+        default_factory=lambda: {
+            "ingest": FunctionConfig(memory_mb=512, timeout_s=10),
+            "ingest_consumer": FunctionConfig(memory_mb=512, timeout_s=30),
+            "session": FunctionConfig(memory_mb=1024, timeout_s=10),
+            "memories": FunctionConfig(memory_mb=1024, timeout_s=15),
+            "maintenance": FunctionConfig(memory_mb=1024, timeout_s=300),
+        }
+    )
+    migration_timeout_s: int = Field(default=300, ge=30, le=900)
+    # --- queues --------------------------------------------------------------------------
+    ingest_batch_size: int = Field(default=50, ge=1, le=10_000)
+    ingest_batch_window_s: int = Field(default=1, ge=0, le=300)
+    ingest_max_concurrency: int = Field(
+        default=5, ge=2, le=1000, description="SQS event source maximum concurrency."
+    )
+    max_receive_count: int = Field(default=5, ge=5, le=1000)
+    dlq_retention_days: int = Field(default=14, ge=1, le=14)
+    visibility_timeout_factor: int = Field(
+        default=6, ge=6, description="Queue visibility timeout = factor x consumer timeout."
+    )
+    # --- schedules -----------------------------------------------------------------------
+    maintenance_every_minutes: int = Field(default=5, ge=1, le=1440)
+    daily_sweep_hour_utc: int = Field(default=3, ge=0, le=23)
+    # --- API -----------------------------------------------------------------------------
+    api_throttle_rate: float = Field(default=50, gt=0)
+    api_throttle_burst: int = Field(default=100, ge=1)
+    cors_allowed_origins: tuple[str, ...] = ()
+    domain_name: str | None = None
+    certificate_arn: str | None = None
+    # --- identity ------------------------------------------------------------------------
+    mfa: Literal["OPTIONAL", "REQUIRED"] = "OPTIONAL"
+    threat_protection: Literal["AUDIT", "ENFORCED"] = "AUDIT"
+    cognito_domain_prefix: str | None = Field(
+        default=None, description="Hosted domain for the token endpoint; default engram-<stage>."
+    )
+    # --- application settings passed as ENGRAM_* env vars ---------------------------------
+    embedder: Literal["none", "bedrock"] = "bedrock"
+    embedding_dimensions: int = Field(default=1024, ge=2, le=16_000)
+    extractor: Literal["rules", "bedrock"] = "bedrock"
+    bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    log_level: str = "INFO"
+    tracing: bool = True
+    # --- monitoring ----------------------------------------------------------------------
+    alarm_email: str | None = None
+    alarm_error_threshold: int = Field(default=5, ge=1)
+    alarm_p99_fraction_of_timeout: float = Field(default=0.8, gt=0, le=1)
+    alarm_degraded_threshold: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StageConfig:
+        missing = set(LAMBDA_FUNCTIONS) - set(self.functions)
+        if missing:
+            raise ValueError(f"functions: missing sizing for {sorted(missing)}")
+        if self.aurora_max_acu < self.aurora_min_acu:
+            raise ValueError("aurora_max_acu: must be >= aurora_min_acu")
+        if self.ingest_batch_size > 10 and self.ingest_batch_window_s < 1:
+            raise ValueError("ingest_batch_window_s: must be >= 1 when ingest_batch_size > 10")
+        if (self.domain_name is None) != (self.certificate_arn is None):
+            raise ValueError("domain_name: set together with certificate_arn, or neither")
+        return self
+
+    def function(self, name: str) -> FunctionConfig:
+        return self.functions[name]
+
+    @property
+    def ingest_visibility_timeout_s(self) -> int:
+        return self.visibility_timeout_factor * self.function("ingest_consumer").timeout_s
+
+    @property
+    def extraction_visibility_timeout_s(self) -> int:
+        return self.visibility_timeout_factor * self.function("maintenance").timeout_s
+
+
+STAGES: dict[str, StageConfig] = {
+    "dev": StageConfig(
+        name="dev",
+        embedder="none",
+        extractor="rules",
+        log_level="DEBUG",
+    ),
+    "staging": StageConfig(
+        name="staging",
+        backup_retention_days=7,
+        log_retention_days=30,
+        aurora_max_acu=8,
+        cache_max_data_gb=5,
+        ingest_max_concurrency=10,
+    ),
+    "prod": StageConfig(
+        name="prod",
+        retain_data=True,
+        deletion_protection=True,
+        backup_retention_days=30,
+        cache_snapshot_retention_days=7,
+        log_retention_days=365,
+        max_azs=3,
+        aurora_min_acu=1,
+        aurora_max_acu=32,
+        aurora_readers=1,
+        cache_max_data_gb=20,
+        cache_max_ecpu_per_second=100_000,
+        ingest_max_concurrency=50,
+        api_throttle_rate=500,
+        api_throttle_burst=1000,
+        mfa="REQUIRED",
+        threat_protection="ENFORCED",
+        alarm_error_threshold=10,
+    ),
+}
+
+
+def stage_config(name: str) -> StageConfig:
+    """The config of a named stage; a clear error naming the valid stages otherwise."""
+    try:
+        return STAGES[name]
+    except KeyError:
+        valid = ", ".join(sorted(STAGES))
+        raise ValueError(f"stage: unknown stage {name!r}; expected one of {valid}") from None

@@ -1,0 +1,81 @@
+"""One Engram Lambda function: arm64, Python 3.12, in the VPC's isolated subnets, with its own
+log group, the shared dependencies layer and the ENGRAM_* environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from constructs import Construct
+from infra.bundling import FunctionSpec, function_code
+from infra.config import FunctionConfig
+from infra.constructs.common import log_retention
+from infra.constructs.nag import acknowledge
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE = lambda_.Architecture.ARM_64
+
+
+class EngramFunction(Construct):
+    """A Lambda function built from a :class:`~infra.bundling.FunctionSpec`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: FunctionSpec,
+        sizing: FunctionConfig,
+        layer: lambda_.ILayerVersion,
+        vpc: ec2.IVpc,
+        subnets: ec2.SubnetSelection,
+        security_group: ec2.ISecurityGroup,
+        environment: Mapping[str, str],
+        log_retention_days: int,
+        tracing: bool,
+        function_name: str,
+    ) -> None:
+        super().__init__(scope, id)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{function_name}",
+            retention=log_retention(log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=spec.handler,
+            code=function_code(spec),
+            layers=[layer],
+            memory_size=sizing.memory_mb,
+            timeout=Duration.seconds(sizing.timeout_s),
+            vpc=vpc,
+            vpc_subnets=subnets,
+            security_groups=[security_group],
+            environment=dict(environment),
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.PASS_THROUGH,
+        )
+        for policy in ("AWSLambdaBasicExecutionRole", "AWSLambdaVPCAccessExecutionRole"):
+            acknowledge(
+                self,
+                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/{policy}]",
+                f"{policy} is the AWS-maintained minimum a VPC Lambda needs to write its logs "
+                "and manage its network interfaces; it grants nothing on Engram's data.",
+            )
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Only X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "
+            "Resource '*': X-Ray has no resource-level permissions. Every data grant is scoped "
+            "to a queue, secret or model ARN.",
+        )

@@ -1,0 +1,1 @@
+"""Lambda functions owned by the infrastructure (deploy-time steps), not the API."""

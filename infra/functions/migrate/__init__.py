@@ -1,0 +1,1 @@
+"""The deploy-time migration trigger."""

@@ -1,0 +1,1 @@
+"""The four stacks of one Engram stage: network, data, service, monitoring."""

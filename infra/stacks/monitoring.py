@@ -1,0 +1,168 @@
+"""Monitoring: alarms (DLQ depth, errors, throttles, p99 duration, consolidation degradations)
+to an encrypted SNS topic, and one dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+
+from constructs import Construct
+from infra.config import StageConfig
+from infra.stacks.service import METRICS_NAMESPACE, SERVICE_NAME, ServiceStack
+
+DEGRADED_METRIC = "ConsolidationDegraded"
+"""EMF metric (Powertools, namespace ``Engram``, dimension ``service=engram``) the session
+function emits once per session start that answered degraded."""
+
+FIVE_MINUTES = Duration.minutes(5)
+
+
+class MonitoringStack(Stack):
+    """Alarms and the dashboard of one stage."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StageConfig,
+        service: ServiceStack,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+
+        key = kms.Key(
+            self,
+            "AlarmsKey",
+            description="Engram alarm topic",
+            enable_key_rotation=True,
+        )
+        key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.topic = sns.Topic(
+            self,
+            "Alarms",
+            display_name=f"Engram {config.name} alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        for email in [config.alarm_email] if config.alarm_email else []:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        action = actions.SnsAction(self.topic)
+
+        self.alarms: list[cloudwatch.Alarm] = []
+
+        def alarm(id: str, metric: cloudwatch.IMetric, threshold: float, what: str) -> None:
+            created = cloudwatch.Alarm(
+                self,
+                id,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"Engram {config.name}: {what}",
+            )
+            created.add_alarm_action(action)
+            self.alarms.append(created)
+
+        for queue_id, pair in (("Ingest", service.ingest), ("Extraction", service.extraction)):
+            alarm(
+                f"{queue_id}DlqDepth",
+                pair.dlq.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(1), statistic="Maximum"
+                ),
+                1,
+                f"messages in the {queue_id.lower()} dead-letter queue",
+            )
+            alarm(
+                f"{queue_id}OldestMessage",
+                pair.queue.metric_approximate_age_of_oldest_message(
+                    period=FIVE_MINUTES, statistic="Maximum"
+                ),
+                15 * 60,
+                f"{queue_id.lower()} queue not drained for 15 minutes",
+            )
+
+        for name, fn in service.functions.items():
+            label = "".join(part.capitalize() for part in name.split("_"))
+            timeout_ms = config.function(name).timeout_s * 1000
+            alarm(
+                f"{label}Errors",
+                fn.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                config.alarm_error_threshold,
+                f"{name} errors",
+            )
+            alarm(
+                f"{label}Throttles",
+                fn.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+                1,
+                f"{name} throttled",
+            )
+            alarm(
+                f"{label}DurationP99",
+                fn.metric_duration(period=FIVE_MINUTES, statistic="p99"),
+                timeout_ms * config.alarm_p99_fraction_of_timeout,
+                f"{name} p99 duration near its timeout",
+            )
+
+        degraded = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=DEGRADED_METRIC,
+            dimensions_map={"service": SERVICE_NAME},
+            period=FIVE_MINUTES,
+            statistic="Sum",
+        )
+        alarm(
+            "ConsolidationDegraded",
+            degraded,
+            config.alarm_degraded_threshold,
+            "session starts answering degraded (consolidation timeout or store errors)",
+        )
+
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"engram-{config.name}")
+        functions = service.functions.values()
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Invocations",
+                left=[fn.metric_invocations(period=FIVE_MINUTES) for fn in functions],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Errors and throttles",
+                left=[fn.metric_errors(period=FIVE_MINUTES) for fn in functions],
+                right=[fn.metric_throttles(period=FIVE_MINUTES) for fn in functions],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Duration p99",
+                left=[fn.metric_duration(period=FIVE_MINUTES, statistic="p99") for fn in functions],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Queues (visible) and DLQs",
+                left=[
+                    pair.queue.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES)
+                    for pair in (service.ingest, service.extraction)
+                ],
+                right=[
+                    pair.dlq.metric_approximate_number_of_messages_visible(period=FIVE_MINUTES)
+                    for pair in (service.ingest, service.extraction)
+                ],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Consolidation degraded", left=[degraded], width=12),
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=12),
+        )

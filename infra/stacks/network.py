@@ -1,0 +1,85 @@
+"""Network: a VPC with isolated private subnets only (no NAT), reached through VPC endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+
+from constructs import Construct
+from infra.config import StageConfig
+from infra.constructs.common import log_retention
+
+APP_SUBNETS = ec2.SubnetType.PRIVATE_ISOLATED
+
+# Interface endpoints the functions need; everything else stays unreachable (no NAT).
+INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
+    "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+    "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
+    "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
+}
+
+
+class NetworkStack(Stack):
+    """VPC, flow logs, endpoints and the security group every Engram function runs in."""
+
+    def __init__(self, scope: Construct, id: str, *, config: StageConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=config.max_azs,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="app", subnet_type=APP_SUBNETS, cidr_mask=22),
+            ],
+            restrict_default_security_group=True,
+        )
+        flow_logs = logs.LogGroup(
+            self,
+            "FlowLogs",
+            retention=log_retention(config.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+            traffic_type=ec2.FlowLogTrafficType.REJECT,
+        )
+
+        # The functions' security group: egress only to what they must reach. The data stack
+        # adds egress to the cache and the proxy (and their ingress from this group).
+        self.functions_sg = ec2.SecurityGroup(
+            self,
+            "FunctionsSg",
+            vpc=self.vpc,
+            description="Engram Lambda functions",
+            allow_all_outbound=False,
+        )
+        self.endpoints_sg = ec2.SecurityGroup(
+            self,
+            "EndpointsSg",
+            vpc=self.vpc,
+            description="Engram VPC interface endpoints (HTTPS from the functions only)",
+            allow_all_outbound=False,
+        )
+        self.endpoints_sg.add_ingress_rule(
+            self.functions_sg, ec2.Port.tcp(443), "HTTPS from Engram functions"
+        )
+        self.functions_sg.add_egress_rule(
+            self.endpoints_sg, ec2.Port.tcp(443), "HTTPS to the VPC interface endpoints"
+        )
+
+        for name, service in INTERFACE_ENDPOINTS.items():
+            self.vpc.add_interface_endpoint(
+                name,
+                service=service,
+                subnets=ec2.SubnetSelection(subnet_type=APP_SUBNETS),
+                security_groups=[self.endpoints_sg],
+                private_dns_enabled=True,
+                open=False,  # no VPC-wide rule: only the groups allowed above reach them
+            )

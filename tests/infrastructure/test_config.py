@@ -1,0 +1,55 @@
+"""The typed stage config: stage differences are values, validated with the field named."""
+
+from __future__ import annotations
+
+import pytest
+from infra.config import STAGES, StageConfig, stage_config
+from pydantic import ValidationError
+
+pytestmark = pytest.mark.infrastructure
+
+
+def test_the_three_stages_exist_and_prod_protects_its_data() -> None:
+    assert set(STAGES) == {"dev", "staging", "prod"}
+    prod = stage_config("prod")
+    assert prod.retain_data
+    assert prod.deletion_protection
+    assert not stage_config("dev").retain_data
+
+
+def test_unknown_stage_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"stage: unknown stage 'qa'; expected one of dev, prod"):
+        stage_config("qa")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_receive_count", 4),
+        ("visibility_timeout_factor", 5),
+        ("ingest_max_concurrency", 1),
+        ("aurora_min_acu", -1),
+    ],
+)
+def test_unsafe_values_are_rejected_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValidationError) as error:
+        StageConfig.model_validate({"name": "dev", field: value})
+    assert error.value.errors()[0]["loc"] == (field,)
+
+
+def test_cross_field_rules() -> None:
+    with pytest.raises(ValidationError, match="aurora_max_acu"):
+        StageConfig(name="dev", aurora_min_acu=8, aurora_max_acu=4)
+    with pytest.raises(ValidationError, match="certificate_arn"):
+        StageConfig(name="dev", domain_name="api.example.com")
+    with pytest.raises(ValidationError, match="ingest_batch_window_s"):
+        StageConfig(name="dev", ingest_batch_size=100, ingest_batch_window_s=0)
+
+
+def test_visibility_timeouts_follow_the_consumers() -> None:
+    for config in STAGES.values():
+        consumer = config.function("ingest_consumer").timeout_s
+        assert config.ingest_visibility_timeout_s >= 6 * consumer
+        assert (
+            config.extraction_visibility_timeout_s >= 6 * config.function("maintenance").timeout_s
+        )

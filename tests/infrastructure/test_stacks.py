@@ -1,0 +1,509 @@
+"""Properties of the synthesised templates (prod unless a test says otherwise).
+
+Every fixture synthesis runs cdk-nag AwsSolutions as a CDK validation plugin: it raises on any
+unacknowledged finding, so reaching these tests means nag passed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_sqs as sqs
+from infra.config import LAMBDA_FUNCTIONS, STAGES
+from infra.constructs.nag import acknowledge, enable_aws_solutions
+from infra.stacks.service import ROUTES
+from tests.infrastructure.synth import Synthesized
+
+pytestmark = pytest.mark.infrastructure
+
+HEALTH = "GET /v1/health"
+SPEC_ROUTES = {
+    HEALTH,
+    "POST /v1/observations",
+    "POST /v1/events",
+    "POST /v1/sessions",
+    "GET /v1/facts",
+    "DELETE /v1/facts/{factId}",
+    "POST /v1/memories",
+    "GET /v1/memories",
+    "GET /v1/memories/{id}",
+    "PATCH /v1/memories/{id}",
+    "DELETE /v1/memories/{id}",
+    "POST /v1/memories/{id}/archive",
+    "GET /v1/tools",
+    "POST /v1/tools/{name}",
+    "POST /v1/conversations/{conversationId}/transcript",
+    "GET /v1/review",
+    "POST /v1/review/{id}/approve",
+    "POST /v1/review/{id}/reject",
+    "PUT /v1/personas/{personaId}",
+    "GET /v1/personas/{personaId}",
+    "PUT /v1/settings/team",
+    "GET /v1/me/export",
+    "DELETE /v1/me",
+}
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _ref(value: Any) -> str:
+    """The logical id a Ref / Fn::GetAtt points at."""
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return str(value["Fn::GetAtt"][0])
+    raise AssertionError(f"not a reference: {value!r}")
+
+
+def _resolve(synth: Synthesized, value: Any) -> tuple[str, str]:
+    """(stack, logical id) of a Ref / GetAtt, following Fn::ImportValue to the exporting stack."""
+    if isinstance(value, dict) and "Fn::ImportValue" in value:
+        name = value["Fn::ImportValue"]
+        for stack, template in synth.templates.items():
+            for output in template.get("Outputs", {}).values():
+                if output.get("Export", {}).get("Name") == name:
+                    return stack, _ref(output["Value"])
+        raise AssertionError(f"no export named {name}")
+    for stack, template in synth.templates.items():
+        if _ref(value) in template["Resources"]:
+            return stack, _ref(value)
+    raise AssertionError(f"unresolvable {value!r}")
+
+
+def _resource(synth: Synthesized, stack: str, logical_id: str) -> dict[str, Any]:
+    resource: dict[str, Any] = synth.templates[stack]["Resources"][logical_id]
+    return resource
+
+
+def _engram_functions(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    """Our functions (they carry the ENGRAM_* environment), keyed by logical id."""
+    return {
+        logical_id: fn
+        for logical_id, fn in synth.resources("AWS::Lambda::Function").items()
+        if "ENGRAM_STAGE" in fn["Properties"].get("Environment", {}).get("Variables", {})
+    }
+
+
+def _function_named(synth: Synthesized, name: str) -> str:
+    for logical_id, fn in _engram_functions(synth).items():
+        if fn["Properties"]["Handler"] == f"functions.{name}.handler.handler":
+            return logical_id
+    raise AssertionError(f"no function {name}")
+
+
+def _statements(synth: Synthesized) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for template in synth.templates.values():
+        for resource in template["Resources"].values():
+            props = resource.get("Properties", {})
+            if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+                found += props["PolicyDocument"]["Statement"]
+            if resource["Type"] == "AWS::IAM::Role":
+                for policy in props.get("Policies", []):
+                    found += policy["PolicyDocument"]["Statement"]
+    return found
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+# --- API ------------------------------------------------------------------------------------
+
+
+def test_every_route_but_health_has_the_jwt_authorizer(prod: Synthesized) -> None:
+    authorizers = prod.resources("AWS::ApiGatewayV2::Authorizer", "Service")
+    jwt = {k for k, a in authorizers.items() if a["Properties"]["AuthorizerType"] == "JWT"}
+    assert len(jwt) == 1
+    (authorizer_id,) = jwt
+    config = authorizers[authorizer_id]["Properties"]["JwtConfiguration"]
+    issuer = json.dumps(config["Issuer"])
+    assert "cognito-idp" in issuer
+    assert _ref(json.loads(issuer)["Fn::Join"][1][-1]) in prod.template("Service")["Resources"]
+    clients = prod.resources("AWS::Cognito::UserPoolClient", "Service")
+    assert {_ref(a) for a in config["Audience"]} == set(clients)
+
+    routes = prod.resources("AWS::ApiGatewayV2::Route", "Service")
+    keys = {r["Properties"]["RouteKey"] for r in routes.values()}
+    assert keys >= SPEC_ROUTES
+    for route in routes.values():
+        props = route["Properties"]
+        if props["RouteKey"] == HEALTH:
+            assert props.get("AuthorizationType", "NONE") == "NONE"
+            assert "AuthorizerId" not in props
+        else:
+            assert props["AuthorizationType"] == "JWT", props["RouteKey"]
+            assert _ref(props["AuthorizerId"]) == authorizer_id, props["RouteKey"]
+
+
+def test_routes_reach_the_function_the_spec_names(prod: Synthesized) -> None:
+    routes = prod.resources("AWS::ApiGatewayV2::Route", "Service")
+    integrations = prod.resources("AWS::ApiGatewayV2::Integration", "Service")
+    expected = {f"{r.method.value} {r.path}": r.function for r in ROUTES}
+    expected["POST /v1/conversations/{conversationId}/transcript"] = "ingest"
+    for route in routes.values():
+        key = route["Properties"]["RouteKey"]
+        target = route["Properties"]["Target"]["Fn::Join"][1][-1]
+        integration = integrations[_ref(target)]["Properties"]
+        assert integration["PayloadFormatVersion"] == "2.0"
+        assert _ref(integration["IntegrationUri"]) == _function_named(prod, expected[key]), key
+
+
+def test_api_stage_is_throttled_and_logged(prod: Synthesized) -> None:
+    (stage,) = prod.resources("AWS::ApiGatewayV2::Stage", "Service").values()
+    props = stage["Properties"]
+    assert props["DefaultRouteSettings"]["ThrottlingRateLimit"] == STAGES["prod"].api_throttle_rate
+    assert "DestinationArn" in props["AccessLogSettings"]
+
+
+# --- queues, event sources, schedules --------------------------------------------------------
+
+
+def test_each_queue_has_its_dlq_and_redrive(prod: Synthesized) -> None:
+    queues = prod.resources("AWS::SQS::Queue", "Service")
+    dlqs = {
+        _ref(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for q in queues.values()
+        if "RedrivePolicy" in q["Properties"]
+    }
+    working = {k: q for k, q in queues.items() if k not in dlqs}
+    assert len(working) >= 2
+    for logical_id, queue in working.items():
+        redrive = queue["Properties"].get("RedrivePolicy")
+        assert redrive, f"{logical_id} has no dead-letter queue"
+        assert redrive["maxReceiveCount"] >= 5
+        assert _ref(redrive["deadLetterTargetArn"]) in queues
+    for dlq in dlqs:
+        assert queues[dlq]["Properties"]["MessageRetentionPeriod"] >= 7 * 24 * 3600
+
+
+def test_visibility_timeout_is_at_least_six_times_the_consumer_timeout(prod: Synthesized) -> None:
+    queues = prod.resources("AWS::SQS::Queue", "Service")
+    functions = _engram_functions(prod)
+    consumers: dict[str, str] = {}
+    for mapping in prod.resources("AWS::Lambda::EventSourceMapping").values():
+        consumers[_ref(mapping["Properties"]["EventSourceArn"])] = _ref(
+            mapping["Properties"]["FunctionName"]
+        )
+    for logical_id, queue in queues.items():
+        if logical_id.startswith("Extraction") and "RedrivePolicy" in queue["Properties"]:
+            consumers[logical_id] = _function_named(prod, "maintenance")
+    assert len(consumers) == 2
+    for queue_id, function_id in consumers.items():
+        timeout = functions[function_id]["Properties"]["Timeout"]
+        assert queues[queue_id]["Properties"]["VisibilityTimeout"] >= 6 * timeout
+
+
+def test_event_sources_report_batch_item_failures_with_bounded_concurrency(
+    prod: Synthesized,
+) -> None:
+    mappings = prod.resources("AWS::Lambda::EventSourceMapping")
+    assert mappings
+    for mapping in mappings.values():
+        props = mapping["Properties"]
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert 2 <= props["ScalingConfig"]["MaximumConcurrency"] <= 1000
+        assert _ref(props["FunctionName"]) == _function_named(prod, "ingest_consumer")
+
+
+def test_maintenance_may_drain_the_extraction_queue(prod: Synthesized) -> None:
+    maintenance = _function_named(prod, "maintenance")
+    role = _ref(_engram_functions(prod)[maintenance]["Properties"]["Role"])
+    policies = [
+        p
+        for p in prod.resources("AWS::IAM::Policy", "Service").values()
+        if role in {_ref(r) for r in p["Properties"]["Roles"]}
+    ]
+    extraction = next(
+        k
+        for k, q in prod.resources("AWS::SQS::Queue", "Service").items()
+        if k.startswith("Extraction") and "RedrivePolicy" in q["Properties"]
+    )
+    granted = {
+        action
+        for policy in policies
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if extraction in json.dumps(statement["Resource"])
+        for action in _as_list(statement["Action"])
+    }
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage"} <= granted
+
+
+def test_schedules_target_the_maintenance_function(prod: Synthesized) -> None:
+    rules = [
+        r
+        for r in prod.resources("AWS::Events::Rule").values()
+        if "ScheduleExpression" in r["Properties"]
+    ]
+    assert rules
+    maintenance = _function_named(prod, "maintenance")
+    for rule in rules:
+        for target in rule["Properties"]["Targets"]:
+            assert _ref(target["Arn"]) == maintenance
+
+
+# --- functions and network ------------------------------------------------------------------
+
+
+def test_functions_are_arm64_python312_with_the_engram_environment(prod: Synthesized) -> None:
+    functions = _engram_functions(prod)
+    handlers = {f["Properties"]["Handler"] for f in functions.values()}
+    assert {f"functions.{n}.handler.handler" for n in LAMBDA_FUNCTIONS} <= handlers
+    for fn in functions.values():
+        props = fn["Properties"]
+        assert props["Architectures"] == ["arm64"]
+        assert props["Runtime"] == "python3.12"
+        assert len(props["Layers"]) == 1
+        variables = props["Environment"]["Variables"]
+        assert variables["ENGRAM_STAGE"] == "prod"
+        assert {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"} <= set(variables)
+    session = functions[_function_named(prod, "session")]["Properties"]["Environment"]
+    variables = session["Variables"]
+    assert variables["ENGRAM_REDIS_URL"]["Fn::Join"][1][0].startswith("rediss://")
+    assert variables["ENGRAM_REDIS_TLS"] == "true"
+    assert "{{resolve:secretsmanager:" in json.dumps(variables["ENGRAM_REDIS_PASSWORD"])
+    for key in (
+        "ENGRAM_DATABASE_SECRET_ARN",
+        "ENGRAM_DATABASE_URL",
+        "ENGRAM_INGEST_QUEUE_URL",
+        "ENGRAM_EXTRACTION_QUEUE_URL",
+        "ENGRAM_TEAM_CLAIM",
+        "ENGRAM_GROUPS_CLAIM",
+        "ENGRAM_SERVICE_SCOPE",
+        "ENGRAM_EMBEDDING_DIMENSIONS",
+        "ENGRAM_EMBEDDER",
+    ):
+        assert key in variables, key
+    assert variables["ENGRAM_SERVICE_SCOPE"] == "engram/service"
+    assert variables["ENGRAM_TEAM_CLAIM"] == "custom:team"
+    proxy = prod.resources("AWS::RDS::DBProxy", "Data")
+    (proxy_id,) = proxy
+    database_url = json.dumps(variables["ENGRAM_DATABASE_URL"])
+    assert "postgresql://" in database_url
+    assert proxy_id in json.dumps(prod.template("Data")["Outputs"])
+    assert "ImportValue" in database_url
+
+
+def test_lambdas_run_in_isolated_private_subnets_with_the_functions_group(
+    prod: Synthesized,
+) -> None:
+    functions = _engram_functions(prod)
+    assert len(functions) == len(LAMBDA_FUNCTIONS) + 1  # + the migration
+    groups: set[tuple[str, str]] = set()
+    for fn in functions.values():
+        vpc = fn["Properties"]["VpcConfig"]
+        assert len(vpc["SubnetIds"]) >= 2
+        for subnet in vpc["SubnetIds"]:
+            stack, logical_id = _resolve(prod, subnet)
+            resource = _resource(prod, stack, logical_id)
+            assert resource["Type"] == "AWS::EC2::Subnet"
+            tags = {t["Key"]: t["Value"] for t in resource["Properties"]["Tags"]}
+            assert tags["aws-cdk:subnet-type"] == "Isolated"
+            assert resource["Properties"].get("MapPublicIpOnLaunch", False) is False
+        groups |= {_resolve(prod, g) for g in vpc["SecurityGroupIds"]}
+    assert len(groups) == 1
+    # No route leaves the VPC: no internet or NAT gateway, no default route.
+    assert not prod.resources("AWS::EC2::InternetGateway")
+    assert not prod.resources("AWS::EC2::NatGateway")
+    for route in prod.resources("AWS::EC2::Route").values():
+        assert route["Properties"].get("DestinationCidrBlock") != "0.0.0.0/0"
+
+
+def test_functions_outside_the_vpc_touch_no_data(prod: Synthesized) -> None:
+    """CDK's own providers (trigger invoker, default-SG restriction) run outside the VPC; they
+    must hold no permission on secrets, queues, databases or the cache."""
+    data_services = ("secretsmanager:", "sqs:", "rds", "elasticache:", "bedrock:")
+    for stack, template in prod.templates.items():
+        resources = template["Resources"]
+        for fn in resources.values():
+            if fn["Type"] != "AWS::Lambda::Function" or "VpcConfig" in fn["Properties"]:
+                continue
+            role = _ref(fn["Properties"]["Role"])
+            for resource in resources.values():
+                props = resource.get("Properties", {})
+                statements: list[dict[str, Any]] = []
+                if resource["Type"] == "AWS::IAM::Policy" and role in {
+                    _ref(r) for r in props["Roles"] if isinstance(r, dict)
+                }:
+                    statements = props["PolicyDocument"]["Statement"]
+                actions = [a for s in statements for a in _as_list(s["Action"])]
+                assert not [a for a in actions if a.startswith(data_services)], (stack, role)
+
+
+def test_redis_and_the_proxy_are_reached_only_through_security_groups(prod: Synthesized) -> None:
+    data = prod.template("Data")["Resources"]
+    (cache,) = prod.resources("AWS::ElastiCache::ServerlessCache", "Data").values()
+    (proxy,) = prod.resources("AWS::RDS::DBProxy", "Data").values()
+    (cluster,) = prod.resources("AWS::RDS::DBCluster", "Data").values()
+    cache_sg = {_ref(g) for g in cache["Properties"]["SecurityGroupIds"]}
+    proxy_sg = {_ref(g) for g in proxy["Properties"]["VpcSecurityGroupIds"]}
+    db_sg = {_ref(g) for g in cluster["Properties"]["VpcSecurityGroupIds"]}
+    functions_sg = {
+        _resolve(prod, fn["Properties"]["VpcConfig"]["SecurityGroupIds"][0])
+        for fn in _engram_functions(prod).values()
+    }
+    assert proxy["Properties"]["RequireTLS"] is True
+
+    for group in cache_sg | proxy_sg | db_sg:
+        inline = data[group]["Properties"].get("SecurityGroupIngress", [])
+        assert not inline, f"{group} has inline (CIDR) ingress"
+    for stack, template in prod.templates.items():
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::EC2::SecurityGroupIngress":
+                continue
+            props = resource["Properties"]
+            target = _resolve(prod, props["GroupId"])
+            assert "CidrIp" not in props, (stack, props)
+            assert "CidrIpv6" not in props, (stack, props)
+            source = _resolve(prod, props["SourceSecurityGroupId"])
+            if target in {("Engram-prod-Data", g) for g in cache_sg | proxy_sg}:
+                assert source in functions_sg, (target, source)
+            if target in {("Engram-prod-Data", g) for g in db_sg}:
+                assert _resource(prod, *source)["Properties"]["GroupDescription"] in (
+                    "RDS Proxy",
+                    "Database secret rotation function",
+                )
+    # The functions' group sends nowhere but to security groups (no 0.0.0.0/0 egress).
+    ((net_stack, net_sg),) = functions_sg
+    functions_group = _resource(prod, net_stack, net_sg)["Properties"]
+    for rule in functions_group.get("SecurityGroupEgress", []):
+        assert rule.get("CidrIp") == "255.255.255.255/32"  # CDK's "disallow all" placeholder
+    for template in prod.templates.values():
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::EC2::SecurityGroupEgress":
+                assert "CidrIp" not in resource["Properties"]
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+DATA_TYPES = (
+    "AWS::RDS::DBCluster",
+    "AWS::ElastiCache::ServerlessCache",
+    "AWS::SecretsManager::Secret",
+    "AWS::Cognito::UserPool",
+)
+
+
+def test_data_resources_are_retained_and_protected_in_prod(prod: Synthesized) -> None:
+    for type_ in DATA_TYPES:
+        resources = prod.resources(type_)
+        assert resources, type_
+        for logical_id, resource in resources.items():
+            assert resource["DeletionPolicy"] == "Retain", logical_id
+            assert resource["UpdateReplacePolicy"] == "Retain", logical_id
+    (cluster,) = prod.resources("AWS::RDS::DBCluster").values()
+    assert cluster["Properties"]["DeletionProtection"] is True
+    assert cluster["Properties"]["StorageEncrypted"] is True
+    assert cluster["Properties"]["EngineVersion"].startswith("16.")
+    (pool,) = prod.resources("AWS::Cognito::UserPool").values()
+    assert pool["Properties"]["DeletionProtection"] == "ACTIVE"
+    (cache,) = prod.resources("AWS::ElastiCache::ServerlessCache").values()
+    assert cache["Properties"]["Engine"] == "valkey"
+    assert cache["Properties"]["UserGroupId"]
+    secrets = prod.resources("AWS::SecretsManager::RotationSchedule")
+    assert secrets, "the database secret rotates"
+
+
+def test_dev_differs_from_prod_only_by_config_values(dev: Synthesized, prod: Synthesized) -> None:
+    (cluster,) = dev.resources("AWS::RDS::DBCluster").values()
+    assert cluster["DeletionPolicy"] == "Delete"
+    assert cluster["Properties"]["DeletionProtection"] is False
+    # Same stacks, same kinds of resources (prod adds a reader instance).
+    assert {k.replace("-prod-", "-") for k in prod.templates} == {
+        k.replace("-dev-", "-") for k in dev.templates
+    }
+    kinds = {r["Type"] for t in prod.templates.values() for r in t["Resources"].values()}
+    dev_kinds = {r["Type"] for t in dev.templates.values() for r in t["Resources"].values()}
+    assert kinds == dev_kinds
+
+
+# --- IAM, migration, outputs, nag -------------------------------------------------------------
+
+
+def test_no_iam_statement_grants_star_on_star(prod: Synthesized, dev: Synthesized) -> None:
+    for synth in (prod, dev):
+        statements = _statements(synth)
+        assert statements
+        for statement in statements:
+            if statement.get("Effect") != "Allow":
+                continue
+            actions = _as_list(statement.get("Action", []))
+            resources = _as_list(statement.get("Resource", []))
+            assert "*" not in actions, statement
+            assert not ("*" in resources and any(a.endswith(":*") for a in actions)), statement
+
+
+def test_migration_runs_on_deploy_before_the_functions_change(prod: Synthesized) -> None:
+    service = prod.template("Service")["Resources"]
+    (trigger_id,) = (k for k, r in service.items() if r["Type"] == "Custom::Trigger")
+    trigger = service[trigger_id]["Properties"]
+    assert trigger["ExecuteOnHandlerChange"] is True
+    version = service[_ref(trigger["HandlerArn"])]
+    migrate = service[_ref(version["Properties"]["FunctionName"])]
+    assert migrate["Properties"]["Handler"] == "engram_migrate.handler.handler"
+    assert "ENGRAM_DATABASE_SECRET_ARN" in migrate["Properties"]["Environment"]["Variables"]
+    for name in LAMBDA_FUNCTIONS:
+        assert trigger_id in service[_function_named(prod, name)].get("DependsOn", []), name
+
+
+def test_outputs_a_client_needs(prod: Synthesized) -> None:
+    outputs = prod.template("Service")["Outputs"]
+    for name in (
+        "ApiUrl",
+        "UserPoolId",
+        "WebClientId",
+        "ServiceClientId",
+        "TokenUrl",
+        "ServiceScope",
+        "IngestQueueName",
+        "ExtractionQueueName",
+    ):
+        assert name in outputs, name
+
+
+def test_monitoring_alarms_cover_dlqs_errors_throttles_duration_and_degradation(
+    prod: Synthesized,
+) -> None:
+    alarms = prod.resources("AWS::CloudWatch::Alarm", "Monitoring")
+    metrics = {
+        (a["Properties"].get("Namespace"), a["Properties"].get("MetricName"))
+        for a in alarms.values()
+    }
+    assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible") in metrics
+    assert ("AWS/Lambda", "Errors") in metrics
+    assert ("AWS/Lambda", "Throttles") in metrics
+    assert ("AWS/Lambda", "Duration") in metrics
+    assert ("Engram", "ConsolidationDegraded") in metrics
+    assert all(a["Properties"]["AlarmActions"] for a in alarms.values())
+    p99 = [a for a in alarms.values() if a["Properties"].get("ExtendedStatistic") == "p99"]
+    assert len(p99) == len(LAMBDA_FUNCTIONS)
+    assert prod.resources("AWS::CloudWatch::Dashboard", "Monitoring")
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_cdk_nag_passes_and_every_acknowledgment_has_a_reason(stage: str, synth_cache: Any) -> None:
+    synth: Synthesized = synth_cache(stage)  # synthesis raised if nag had findings
+    ours = [a for a in synth.acknowledgments if "AwsSolutions-" in a[1]]
+    assert ours
+    for path, rule, reason in ours:
+        assert len(reason.split()) >= 6, (path, rule, reason)
+
+
+def test_cdk_nag_is_enforced_on_synthesis() -> None:
+    """The same plugin the app uses fails a synthesis that breaks an AwsSolutions rule."""
+    app = App()
+    stack = Stack(app, "Bad")
+    sqs.Queue(stack, "PlainQueue", enforce_ssl=False)
+    enable_aws_solutions(app)
+    with pytest.raises(RuntimeError, match=r"Validation failed|ValidationFailed"):
+        app.synth()
+
+
+def test_acknowledgment_without_a_reason_is_refused() -> None:
+    with pytest.raises(ValueError, match="reason"):
+        acknowledge(Stack(App(), "S"), "AwsSolutions-SQS3", "because")
