@@ -189,14 +189,20 @@ return n
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts pending
+# KEYS: state obs obsid obsts obsgone facts pending. ARGV: fence_ttl_ms
+# The state hash survives briefly with a bumped version, so a consolidation that read before
+# the erasure cannot commit (and resurrect facts) after it.
 _ERASE = r"""
 local obs = redis.call('ZCARD', KEYS[2])
 local facts = redis.call('HLEN', KEYS[6])
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('HSET', KEYS[1], 'version', version)
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return {obs, facts}
 """
 
+ERASE_FENCE_MS = 3_600_000
 _KEY_NAMES = ("state", "obs", "obsid", "obsts", "obsgone", "facts", "pending")
 
 _SCRIPTS = {
@@ -342,7 +348,7 @@ class _RedisBase:
             self._load()
         pipe = self.client.pipeline(transaction=False)
         keys = self.keys(identity_id)
-        pipe.evalsha(self._sha["erase"], len(keys), *keys)
+        pipe.evalsha(self._sha["erase"], len(keys), *keys, ERASE_FENCE_MS)
         pipe.zrem(self.index_key, identity_id)
         results = pipe.execute(raise_on_error=False)
         self.round_trips += 1

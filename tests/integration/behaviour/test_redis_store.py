@@ -303,7 +303,11 @@ def test_identity_index_erase_export_and_delete_fact(
     assert store.delete_fact("a", "fact:tool_affinity:x") is True
     assert store.delete_fact("a", "fact:tool_affinity:x") is False
     assert store.erase("a") == {"observations": 1, "facts": 0}
-    assert not [k for k in client.keys("engram:*") if b"{a}" in k]
+    # only a short-lived fence remains: the state hash holding a version number
+    left = [k for k in client.keys("engram:*") if b"{a}" in k]
+    assert left == [b"engram:state:{a}"]
+    assert client.hgetall(left[0]).keys() == {b"version"}
+    assert 0 < client.pttl(left[0]) <= 3_600_000
     assert store.list_identities()[0] == ["b", "c"]
 
 
@@ -314,3 +318,26 @@ def test_scripts_are_reloaded_after_a_script_flush(
     client.script_flush()
     store.append(IDENTITY, [make_obs("tool_success", "b")])
     assert set(run(store, clock)) == {"tool_affinity:a", "tool_affinity:b"}
+
+
+def test_a_consolidation_racing_an_erasure_cannot_resurrect_facts(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    read = store.read_round(IDENTITY)
+    assert read.observation_count == 1
+    store.erase(IDENTITY)
+    committed = store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=[],
+        deletes=[],
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    assert committed is False
+    assert store.get(IDENTITY) == []
+    # the user comes back later: everything works from scratch
+    store.append(IDENTITY, [make_obs("tool_success", "b")])
+    assert list(run(store, clock)) == ["tool_affinity:b"]
