@@ -136,12 +136,18 @@ if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) or tonumber(st[2] or '0') ~= tonu
   return -1
 end
 local i = 10
-for _ = 1, tonumber(ARGV[9]) do
-  local field = ARGV[i]
-  if redis.call('HINCRBY', KEYS[7], field, -tonumber(ARGV[i + 1])) <= 0 then
-    redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
+if tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') == tonumber(ARGV[3]) then
+  -- nothing arrived since the read: the pending aggregate is exactly what was consolidated
+  redis.call('DEL', KEYS[7])
+  i = i + 2 * tonumber(ARGV[9])
+else
+  for _ = 1, tonumber(ARGV[9]) do
+    local field = ARGV[i]
+    if redis.call('HINCRBY', KEYS[7], field, -tonumber(ARGV[i + 1])) <= 0 then
+      redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
+    end
+    i = i + 2
   end
-  i = i + 2
 end
 local nup = tonumber(ARGV[i])
 i = i + 1

@@ -20,6 +20,7 @@ from engram import (
     consolidate,
 )
 from engram.adapters.redis_behaviour import RedisBehaviourStore
+from engram.behaviour.consolidation import plan_round
 from engram.behaviour.models import parse_observations
 from engram.behaviour.ports import RoundInput
 from engram.clock import MS_PER_DAY, FakeClock
@@ -326,11 +327,15 @@ def test_a_consolidation_racing_an_erasure_cannot_resurrect_facts(
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     read = store.read_round(IDENTITY)
     assert read.observation_count == 1
+    upserts, _, _ = plan_round(
+        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=1
+    )
+    assert len(upserts) == 1
     store.erase(IDENTITY)
     committed = store.commit_round(
         IDENTITY,
         read=read,
-        upserts=[],
+        upserts=upserts,
         deletes=[],
         prune_before_ms=0,
         hard_prune_before_ms=0,
@@ -341,3 +346,37 @@ def test_a_consolidation_racing_an_erasure_cannot_resurrect_facts(
     # the user comes back later: everything works from scratch
     store.append(IDENTITY, [make_obs("tool_success", "b")])
     assert list(run(store, clock)) == ["tool_affinity:b"]
+
+
+def test_observations_arriving_during_a_round_wait_for_the_next_one(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(
+        IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("x", "1", "X"))]
+    )
+    read = store.read_round(IDENTITY)
+    upserts, deletes, _ = plan_round(
+        IDENTITY,
+        read.groups,
+        read.facts,
+        ExponentialDecay(),
+        now=clock.now_ms(),
+        round_cursor=read.max_seq,
+    )
+    # arrives between the read and the commit, for a key of this round and a new one
+    store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("x", "2"))])
+    assert store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=upserts,
+        deletes=deletes,
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    clock.advance(days=1)
+    facts = run(store, clock)
+    assert facts["tool_affinity:a"].reinforcement_count == 2
+    assert facts["entity_frequency:x:1"].reinforcement_count == 1
+    assert facts["entity_frequency:x:2"].reinforcement_count == 1
+    assert store.read_round(IDENTITY).observation_count == 0
