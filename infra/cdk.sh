@@ -4,10 +4,10 @@
 # Offline for synth: no Docker (local bundling), no context lookups, no AWS credentials.
 set -euo pipefail
 
-usage() { echo "usage: bash infra/cdk.sh synth|diff|deploy|destroy dev|staging|prod [cdk args...]" >&2; exit 2; }
+usage() { echo "usage: bash infra/cdk.sh synth|diff|deploy|destroy|bootstrap dev|staging|prod [cdk args...]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 command="$1"; stage="$2"; shift 2
-case "$command" in synth|diff|deploy|destroy) ;; *) usage ;; esac
+case "$command" in synth|diff|deploy|destroy|bootstrap) ;; *) usage ;; esac
 case "$stage" in dev|staging|prod) ;; *) echo "infra/cdk.sh: unknown stage '$stage'" >&2; usage ;; esac
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,4 +28,5 @@ case "$command" in
   diff)    exec "${cdk[@]}" diff --all --output "$outdir" "$@" ;;
   deploy)  exec "${cdk[@]}" deploy --all --output "$outdir" --require-approval broadening "$@" ;;
   destroy) exec "${cdk[@]}" destroy --all --output "$outdir" "$@" ;;
+  bootstrap) exec "${cdk[@]}" bootstrap --output "$outdir" "$@" ;;
 esac

@@ -47,7 +47,12 @@ class StageConfig(BaseModel):
     cache_snapshot_retention_days: int = Field(default=0, ge=0, le=35)
     log_retention_days: int = Field(default=7, ge=1)
     # --- capacity ------------------------------------------------------------------------
-    max_azs: int = Field(default=2, ge=2, le=3)
+    max_azs: int = Field(
+        default=2,
+        ge=2,
+        le=3,
+        description="AZs for subnets; env-agnostic stacks (no account/region) resolve at most 2.",
+    )
     aurora_min_acu: float = Field(default=0.5, ge=0, le=256)
     aurora_max_acu: float = Field(default=2, ge=1, le=256)
     aurora_readers: int = Field(default=0, ge=0, le=15)
@@ -150,7 +155,6 @@ STAGES: dict[str, StageConfig] = {
         backup_retention_days=30,
         cache_snapshot_retention_days=7,
         log_retention_days=365,
-        max_azs=3,
         aurora_min_acu=1,
         aurora_max_acu=32,
         aurora_readers=1,

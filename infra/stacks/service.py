@@ -40,6 +40,8 @@ METRICS_NAMESPACE = "Engram"
 RESOURCE_SERVER_ID = "engram"
 SERVICE_SCOPE_NAME = "service"
 TEAM_ATTRIBUTE = "team"  # the token claim is custom:team
+ADMIN_GROUP = "engram-admins"
+TEAM_ADMIN_GROUP = "engram-team-admins"
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,18 @@ class ServiceStack(Stack):
             deletion_protection=config.deletion_protection,
             removal_policy=removal,
         )
+        # Groups the API reads from cognito:groups (Settings.admin_group / team_admin_group).
+        for group_id, group_name, description in (
+            ("AdminsGroup", ADMIN_GROUP, "Engram administrators (review, personas)"),
+            ("TeamAdminsGroup", TEAM_ADMIN_GROUP, "Team administrators (team settings)"),
+        ):
+            cognito.CfnUserPoolGroup(
+                self,
+                group_id,
+                user_pool_id=self.user_pool.user_pool_id,
+                group_name=group_name,
+                description=description,
+            )
         service_scope = cognito.ResourceServerScope(
             scope_name=SERVICE_SCOPE_NAME,
             scope_description="Machine clients acting for users of their own team",
@@ -235,6 +249,8 @@ class ServiceStack(Stack):
             "ENGRAM_LOG_LEVEL": config.log_level,
             "ENGRAM_TEAM_CLAIM": f"custom:{TEAM_ATTRIBUTE}",
             "ENGRAM_GROUPS_CLAIM": "cognito:groups",
+            "ENGRAM_ADMIN_GROUP": ADMIN_GROUP,
+            "ENGRAM_TEAM_ADMIN_GROUP": TEAM_ADMIN_GROUP,
             "ENGRAM_SERVICE_SCOPE": self.service_scope,
             "ENGRAM_EMBEDDER": config.embedder,
             "ENGRAM_EMBEDDING_DIMENSIONS": str(config.embedding_dimensions),

@@ -6,9 +6,7 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
@@ -17,7 +15,6 @@ from infra.bundling import (
     LAMBDA_PLATFORM,
     REPO_ROOT,
     FunctionSpec,
-    Platform,
     Source,
     app_function,
     build_bundle,
@@ -27,11 +24,10 @@ from infra.bundling import (
     source_hash,
 )
 from infra.config import LAMBDA_FUNCTIONS
+from tests.infrastructure.bundles import HOST, import_in_bundle
 from tests.infrastructure.synth import Synthesized
 
 pytestmark = pytest.mark.infrastructure
-
-HOST = Platform(arch="x86_64", python_version="3.12")
 
 FIXTURE_HANDLER = """
 import engram
@@ -159,54 +155,6 @@ def test_synthesised_assets_hold_handler_engram_and_arm64_wheels(prod: Synthesiz
         assert not list(asset.rglob("__pycache__"))
 
 
-def _python312() -> str:
-    """A local CPython 3.12, the Lambda runtime's version. Missing is a failure, not a skip."""
-    candidates = [os.environ.get("ENGRAM_PYTHON312", ""), shutil.which("python3.12") or ""]
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))
-    candidates += sorted(glob.glob("/root/.pyenv/versions/3.12*/bin/python3.12"))
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            probe = subprocess.run(
-                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 12))"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if probe.stdout.strip() == "True":
-                return candidate
-    uv = shutil.which("uv")
-    if uv:
-        found = subprocess.run(
-            [uv, "python", "find", "3.12"], capture_output=True, text=True, check=False
-        )
-        if found.returncode == 0 and found.stdout.strip():
-            return found.stdout.strip()
-    pytest.fail("no CPython 3.12 found (set ENGRAM_PYTHON312 or install it with pyenv/uv)")
-
-
-def _import_in_bundle(bundle: Path, module: str, call: bool) -> Any:
-    """Import ``module`` with only the bundle and the standard library on sys.path (-I -S)."""
-    script = (
-        "import importlib, json, sys\n"
-        f"sys.path.insert(0, {str(bundle)!r})\n"
-        f"m = importlib.import_module({module!r})\n"
-        "assert callable(m.handler)\n"
-        f"print(json.dumps(m.handler({{}}, None) if {call!r} else 'imported'))\n"
-    )
-    env = {"PATH": os.environ.get("PATH", ""), "ENGRAM_STAGE": "bundle-test"}
-    result = subprocess.run(
-        [_python312(), "-I", "-S", "-c", script],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=bundle,
-        check=False,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def host_dependencies(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The locked dependencies for this machine (x86_64 manylinux, cp312); cached on disk."""
@@ -228,7 +176,7 @@ def test_a_built_bundle_imports_its_handler_on_python312(
     compiled = glob.glob(str(bundle / "pydantic_core" / "_pydantic_core.*.so"))
     assert compiled
     assert all("cpython-312-x86_64-linux-gnu" in p for p in compiled)
-    result = _import_in_bundle(bundle, "functions.fixture.handler", call=True)
+    result = import_in_bundle(bundle, "functions.fixture.handler", call=True)
     assert result["engram"] == "engram"
     assert result["stage"] == "bundle-test"
 
@@ -259,7 +207,7 @@ def test_each_real_function_bundle_imports_its_handler(
     else:
         spec = app_function(name)
     bundle = build_bundle(spec, tmp_path / "bundle", platform=HOST)
-    assert _import_in_bundle(bundle, spec.handler.rsplit(".", 1)[0], call=False) == "imported"
+    assert import_in_bundle(bundle, spec.handler.rsplit(".", 1)[0], call=False) == "imported"
 
 
 def test_lambda_platform_is_arm64_cpython312() -> None:

@@ -280,6 +280,10 @@ def test_functions_are_arm64_python312_with_the_engram_environment(prod: Synthes
         assert key in variables, key
     assert variables["ENGRAM_SERVICE_SCOPE"] == "engram/service"
     assert variables["ENGRAM_TEAM_CLAIM"] == "custom:team"
+    groups = {
+        g["Properties"]["GroupName"] for g in prod.resources("AWS::Cognito::UserPoolGroup").values()
+    }
+    assert {variables["ENGRAM_ADMIN_GROUP"], variables["ENGRAM_TEAM_ADMIN_GROUP"]} <= groups
     proxy = prod.resources("AWS::RDS::DBProxy", "Data")
     (proxy_id,) = proxy
     database_url = json.dumps(variables["ENGRAM_DATABASE_URL"])
