@@ -201,6 +201,14 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
                 ],
             }
 
+    def remove_if_empty(self, identity_id: str) -> bool:
+        """Atomically drop an identity that holds no observation and no fact."""
+        with self._lock:
+            if self._obs.get(identity_id) or self._facts.get(identity_id):
+                return False
+            self.erase(identity_id)
+            return True
+
     def delete_fact(self, identity_id: str, fact_id: str) -> bool:
         return self.delete(identity_id, [fact_id]) == 1
 

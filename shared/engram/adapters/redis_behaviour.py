@@ -208,6 +208,27 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return {obs, facts}
 """
 
+# KEYS: state obs obsid obsts obsgone facts pending. Removes the identity only if it holds
+# no observation, no fact and nothing pending (atomic, so nothing arriving can be lost).
+_REMOVE_IF_EMPTY = r"""
+if redis.call('ZCARD', KEYS[2]) > 0 or redis.call('HLEN', KEYS[6]) > 0
+    or redis.call('HLEN', KEYS[7]) > 0 then
+  return 0
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+return 1
+"""
+
+# KEYS: index. ARGV: identity, score read before the removal. Drops the index entry unless
+# the identity became active again meanwhile.
+_UNINDEX = r"""
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) <= tonumber(ARGV[2]) then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
 ERASE_FENCE_MS = 3_600_000
 _KEY_NAMES = ("state", "obs", "obsid", "obsts", "obsgone", "facts", "pending")
 
@@ -217,6 +238,8 @@ _SCRIPTS = {
     "prune": _PRUNE,
     "facts": _FACTS,
     "erase": _ERASE,
+    "remove_if_empty": _REMOVE_IF_EMPTY,
+    "unindex": _UNINDEX,
 }
 
 
@@ -366,6 +389,17 @@ class _RedisBase:
                 raise item
         obs, facts = results[0]
         return {"observations": int(obs), "facts": int(facts)}
+
+    def remove_if_empty(self, identity_id: str) -> bool:
+        """Atomically drop an identity that holds nothing (no observation, fact or pending
+        count) and its index entry; False (and nothing changed) otherwise."""
+        score = self.client.zscore(self.index_key, identity_id)
+        self.round_trips += 1
+        if not self._run("remove_if_empty", self.keys(identity_id), []):
+            return False
+        if score is not None:
+            self._run("unindex", [self.index_key], [identity_id, repr(float(score))])
+        return True
 
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100

@@ -380,3 +380,19 @@ def test_observations_arriving_during_a_round_wait_for_the_next_one(
     assert facts["entity_frequency:x:1"].reinforcement_count == 1
     assert facts["entity_frequency:x:2"].reinforcement_count == 1
     assert store.read_round(IDENTITY).observation_count == 0
+
+
+def test_remove_if_empty_only_removes_identities_that_hold_nothing(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    assert store.remove_if_empty(IDENTITY) is False  # pending observation
+    run(store, clock)
+    assert store.remove_if_empty(IDENTITY) is False  # observation and fact
+    clock.advance(days=60)
+    assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1
+    assert store.remove_if_empty(IDENTITY) is False  # the fact is still stored
+    assert store.delete_fact(IDENTITY, "fact:tool_affinity:a") is True
+    assert store.remove_if_empty(IDENTITY) is True
+    assert not [k for k in client.keys("engram:*") if b"{team-a:user-1}" in k]
+    assert IDENTITY not in store.list_identities()[0]

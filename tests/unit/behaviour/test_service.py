@@ -202,3 +202,12 @@ def test_observations_from_events_then_record(clock: FakeClock) -> None:
         "entity_frequency:account:A",
     }
     svc.close()
+
+
+def test_in_memory_remove_if_empty(clock: FakeClock, make_obs: MakeObs) -> None:
+    store = InMemoryBehaviourStore(clock=clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    assert store.remove_if_empty(IDENTITY) is False
+    store.prune(IDENTITY, clock.now_ms() + 1)
+    assert store.remove_if_empty(IDENTITY) is True
+    assert store.list_identities() == ([], 0)
