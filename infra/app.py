@@ -14,7 +14,7 @@ from pathlib import Path
 from aws_cdk import App, Stack, Tags
 
 from infra.bundling import REPO_ROOT
-from infra.config import StageConfig, stage_config
+from infra.config import LAMBDA_FUNCTIONS, StageConfig, stage_config
 from infra.constructs.nag import enable_aws_solutions
 from infra.stacks.data import DataStack
 from infra.stacks.monitoring import MonitoringStack
@@ -109,6 +109,14 @@ def main() -> int:
     if not stage:
         print("infra: choose a stage with -c stage=dev|staging|prod", file=sys.stderr)
         return 2
+    missing = [
+        f"functions/{name}/handler.py"
+        for name in LAMBDA_FUNCTIONS
+        if not (REPO_ROOT / "functions" / name / "handler.py").is_file()
+    ]
+    if missing:
+        print(f"infra: cannot bundle, missing {', '.join(missing)}", file=sys.stderr)
+        return 1
     app = probe
     build_stage(app, stage_config(str(stage)))
     enable_aws_solutions(app)

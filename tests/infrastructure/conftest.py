@@ -20,8 +20,6 @@ from infra.bundling import REPO_ROOT
 from infra.config import LAMBDA_FUNCTIONS
 from tests.infrastructure.synth import Synthesized, synthesize
 
-pytestmark = pytest.mark.infrastructure
-
 STUB_HANDLER = '''"""Stand-in for the infrastructure tests until functions/{name} exists."""
 import engram
 import pydantic_core

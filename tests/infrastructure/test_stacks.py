@@ -319,23 +319,30 @@ def test_lambdas_run_in_isolated_private_subnets_with_the_functions_group(
 
 def test_functions_outside_the_vpc_touch_no_data(prod: Synthesized) -> None:
     """CDK's own providers (trigger invoker, default-SG restriction) run outside the VPC; they
-    must hold no permission on secrets, queues, databases or the cache."""
+    must hold no permission on secrets, queues, databases, the cache or Bedrock."""
     data_services = ("secretsmanager:", "sqs:", "rds", "elasticache:", "bedrock:")
+    outside = 0
     for stack, template in prod.templates.items():
         resources = template["Resources"]
         for fn in resources.values():
             if fn["Type"] != "AWS::Lambda::Function" or "VpcConfig" in fn["Properties"]:
                 continue
+            outside += 1
             role = _ref(fn["Properties"]["Role"])
+            statements: list[dict[str, Any]] = [
+                statement
+                for policy in resources[role]["Properties"].get("Policies", [])
+                for statement in policy["PolicyDocument"]["Statement"]
+            ]
             for resource in resources.values():
                 props = resource.get("Properties", {})
-                statements: list[dict[str, Any]] = []
                 if resource["Type"] == "AWS::IAM::Policy" and role in {
                     _ref(r) for r in props["Roles"] if isinstance(r, dict)
                 }:
-                    statements = props["PolicyDocument"]["Statement"]
-                actions = [a for s in statements for a in _as_list(s["Action"])]
-                assert not [a for a in actions if a.startswith(data_services)], (stack, role)
+                    statements += props["PolicyDocument"]["Statement"]
+            actions = [a for s in statements for a in _as_list(s["Action"])]
+            assert not [a for a in actions if a.startswith(data_services)], (stack, role, actions)
+    assert outside >= 1
 
 
 def test_redis_and_the_proxy_are_reached_only_through_security_groups(prod: Synthesized) -> None:
