@@ -27,7 +27,7 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
-from infra.bundling import app_function, dependencies_code, migrate_function
+from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
 from infra.config import LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
 from infra.constructs.common import data_removal_policy, log_retention
 from infra.constructs.function import ARCHITECTURE, RUNTIME, EngramFunction
@@ -286,15 +286,11 @@ class ServiceStack(Stack):
             env.update(queue_env)
             return env
 
-        def make(name: str, spec_name: str, sizing: FunctionConfig, env: Mapping[str, str]) -> Any:
+        def make(spec: FunctionSpec, sizing: FunctionConfig, env: Mapping[str, str]) -> Any:
             return EngramFunction(
                 self,
-                spec_name,
-                spec=(
-                    migrate_function(repo_root)
-                    if name == "migrate"
-                    else app_function(name, repo_root)
-                ),
+                _pascal(spec.name),
+                spec=spec,
                 sizing=sizing,
                 layer=self.layer,
                 vpc=vpc,
@@ -303,12 +299,14 @@ class ServiceStack(Stack):
                 environment=env,
                 log_retention_days=config.log_retention_days,
                 tracing=config.tracing,
-                function_name=f"engram-{config.name}-{name.replace('_', '-')}",
+                function_name=f"engram-{config.name}-{spec.name.replace('_', '-')}",
             )
 
         self.functions: dict[str, lambda_.Function] = {}
         for name in LAMBDA_FUNCTIONS:
-            construct = make(name, _pascal(name), config.function(name), environment(name))
+            construct = make(
+                app_function(name, repo_root), config.function(name), environment(name)
+            )
             self.functions[name] = construct.function
             self._grant(name, construct.function, data)
 
@@ -348,8 +346,7 @@ class ServiceStack(Stack):
 
         # --- migration on deploy -----------------------------------------------------------
         migrate = make(
-            "migrate",
-            "Migrate",
+            migrate_function(repo_root),
             FunctionConfig(memory_mb=512, timeout_s=config.migration_timeout_s),
             {**base_env, **database_env},
         ).function

@@ -53,7 +53,7 @@ def import_in_bundle(bundle: Path, module: str, call: bool) -> Any:
     )
     env = {"PATH": os.environ.get("PATH", ""), "ENGRAM_STAGE": "bundle-test"}
     result = subprocess.run(
-        [python312(), "-I", "-S", "-c", script],
+        [python312(), "-I", "-S", "-B", "-c", script],
         capture_output=True,
         text=True,
         env=env,
