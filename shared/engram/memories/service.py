@@ -225,10 +225,8 @@ class MemoryService:
         persona_cfg = self._persona(ctx, persona)
         if persona and not persona_allows(caller, persona_cfg):
             return []
-        if not self._enabled(ctx, None):
-            return []
-        if persona_cfg is not None and not persona_cfg.memory_enabled:
-            persona = None  # persona memory off: the user's own memories remain
+        if not self._enabled(ctx, persona_cfg):
+            return []  # off globally, for the team, or in this persona's conversations
         return self._store.recall(
             ctx,
             RecallRequest(

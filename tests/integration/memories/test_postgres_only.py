@@ -15,11 +15,12 @@ from tests.integration.memories.conftest import Backend
 
 from engram.adapters.postgres.migrate import apply_migrations, main
 from engram.adapters.postgres.pool import Database
-from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.adapters.postgres.store import PostgresMemoryStore, build_memory_service
 from engram.errors import Forbidden, Unavailable
 from engram.identity import Caller
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext
+from engram.settings import Settings
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
@@ -179,3 +180,38 @@ def test_unreachable_postgres_raises_unavailable(tmp_path: Path) -> None:
             store.recall(AccessContext("t", "u"), RecallRequest(team_id="t", user_id="u"))
     finally:
         db.close()
+
+
+def test_fts_match_function_keeps_the_tenant_of_the_settings(pg_backend: Backend) -> None:
+    """The security-definer full-text helper takes the tenant from the same settings as RLS:
+    without them, or with another tenant's, it returns nothing of alice's."""
+    _seed(pg_backend)
+    assert pg_backend.url is not None
+    call = "SELECT count(*) FROM engram_fts_match(to_tsquery('english', %s), %s)"
+    with psycopg.connect(pg_backend.url) as conn:
+        conn.execute("SET ROLE engram_app")
+        assert conn.execute(call, ("secret | note", None)).fetchone() == (0,)
+        assert conn.execute(call, ("secret | note", "chef")).fetchone() == (0,)
+        conn.execute("SELECT set_config('engram.team_id', 't1', false)")
+        conn.execute("SELECT set_config('engram.user_id', 'mallory', false)")
+        assert conn.execute(call, ("secret | note", "chef")).fetchone() == (0,)
+        conn.execute("SELECT set_config('engram.team_id', 't2', false)")
+        conn.execute("SELECT set_config('engram.user_id', 'alice', false)")
+        assert conn.execute(call, ("secret | note", "chef")).fetchone() == (0,)
+        conn.execute("SELECT set_config('engram.team_id', 't1', false)")
+        assert conn.execute(call, ("secret | note", "chef")).fetchone() == (2,)
+        conn.rollback()
+
+
+def test_build_memory_service_from_settings(database_url: str) -> None:
+    apply_migrations(database_url, embedding_dimensions=1024)
+    service, db = build_memory_service(Settings(), conninfo=database_url)
+    try:
+        alice = Caller(user_id="alice", team_id="t1")
+        service.save(alice, key="lang", value="Go")
+        assert [m.value for m in service.recall(alice, query="go")] == ["Go"]
+    finally:
+        db.close()
+    bedrock, db2 = build_memory_service(Settings(embedder="bedrock"), conninfo=database_url)
+    assert type(bedrock._embedder).__name__ == "BedrockTitanEmbedder"
+    db2.close()  # never opened: nothing connected

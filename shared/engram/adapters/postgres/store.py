@@ -34,8 +34,10 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, Embedder
 from engram.memories.recall import CANDIDATES_PER_LIST, MIN_SIMILARITY, RRF_K, TEXT_SEARCH_CONFIG
+from engram.memories.service import MemoryService
+from engram.settings import Settings
 
 COLUMNS = (
     "m.id, m.team_id, m.scope, m.owner_id, m.user_id, m.key, m.value, m.source_channel_id, "
@@ -470,3 +472,25 @@ class PostgresMemoryStore:
                 (settings.team_id, settings.memory_enabled, now),
             )
         return settings.model_copy(update={"updated_at": now})
+
+
+def build_memory_service(
+    settings: Settings,
+    *,
+    conninfo: str | None = None,
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[MemoryService, Database]:
+    """Compose a ``MemoryService`` on PostgreSQL from settings (for a composition root).
+
+    ``conninfo`` defaults to ``ENGRAM_DATABASE_URL``; the embedder to the configured one
+    (``ENGRAM_EMBEDDER``: none or bedrock). Nothing connects until the first call. Close the
+    returned ``Database`` on shutdown."""
+    db = Database.from_settings(settings, conninfo)
+    store = PostgresMemoryStore(db, clock)
+    if embedder is None and settings.embedder == "bedrock":
+        from engram.adapters.bedrock_embedder import BedrockTitanEmbedder  # noqa: PLC0415
+
+        embedder = BedrockTitanEmbedder.from_settings(settings)
+    service = MemoryService(store, store, embedder=embedder, settings=settings, clock=clock)
+    return service, db
