@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from engram.clock import Clock, SystemClock
-from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
+from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
 from engram.identity import Caller
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
 from engram.memories.models import (
@@ -204,6 +204,15 @@ class MemoryService:
                 embedding=self._embed(f"{key_s}: {value_s}"),
             ),
         )
+        if created and target.scope is Scope.USER:
+            count = self._store.count_by_owner(ctx, Scope.USER, caller.user_id)
+            if count > self._settings.max_memories_per_user:
+                self._store.delete(ctx, memory.id)
+                raise QuotaExceeded(
+                    f"at most {self._settings.max_memories_per_user} memories per user; "
+                    "delete or archive some first",
+                    retry_after_s=3600,
+                )
         return memory, created
 
     def recall(

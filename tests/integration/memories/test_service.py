@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from tests.integration.memories.conftest import Backend
 
-from engram.errors import Conflict, Forbidden, InvalidInput, MemoryDisabled, NotFound
+from engram.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    MemoryDisabled,
+    NotFound,
+    QuotaExceeded,
+)
 from engram.identity import Caller
 from engram.memories.hint import CLOSE_TAG
 from engram.memories.models import MemoryFilter, PersonaConfig, Scope, Status
@@ -332,3 +339,14 @@ def test_personas_admin_only(backend: Backend) -> None:
     assert svc.get_persona(ADMIN, "unknown").memory_enabled
     ctx = context_for(ADMIN)
     assert backend.store.list_memories(ctx, MemoryFilter(team_id="t1")).memories == []
+
+
+def test_per_user_quota_refuses_new_keys_but_allows_updates(backend: Backend) -> None:
+    svc = backend.service(max_memories_per_user=3)
+    for i in range(3):
+        svc.save(ALICE, key=f"k{i}", value="v")
+    with pytest.raises(QuotaExceeded):
+        svc.save(ALICE, key="k3", value="one too many")
+    assert svc.save(ALICE, key="k0", value="updated")[1] is False
+    assert len(svc.recall(ALICE, max_results=10)) == 3
+    assert svc.save(BOB, key="k0", value="bob has his own quota")[1]
