@@ -22,7 +22,7 @@ def redis_session_server() -> Iterator[RedisServer | None]:
 
 
 @pytest.fixture
-def redis_url(redis_session_server: RedisServer | None) -> Iterator[str]:
+def redis_url(redis_session_server: RedisServer | None) -> str:
     """A URL to an empty Redis database; flushed before each test."""
     import redis
 
@@ -30,7 +30,7 @@ def redis_url(redis_session_server: RedisServer | None) -> Iterator[str]:
     client = redis.Redis.from_url(url, socket_timeout=2)
     client.flushdb()
     client.close()
-    yield url
+    return url
 
 
 @pytest.fixture

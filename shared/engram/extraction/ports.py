@@ -18,7 +18,7 @@ class ExtractionError(EngramError):
     code = "extraction_failed"
 
 
-class ExtractionThrottled(ExtractionError):  # noqa: N818 - the name the issue gives
+class ExtractionThrottled(ExtractionError):
     """A transient refusal (throttling, service unavailable, model timeout). The message is
     retried later; the batch stops calling the extractor for the rest of the run."""
 
