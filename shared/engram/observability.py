@@ -17,7 +17,6 @@ and for an SQS consumer ``@instrument(correlation_id_path=SQS_MESSAGE_ID)``.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
-# ruff: noqa: PLC0415
 
 from __future__ import annotations
 

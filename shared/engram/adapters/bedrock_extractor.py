@@ -51,8 +51,8 @@ _REFUSALS = frozenset({"guardrail_intervened", "content_filtered"})
 
 
 def _default_client_factory(region: str) -> BedrockRuntimeClient:
-    import boto3  # noqa: PLC0415 - adapters import the SDK lazily so `import engram` stays fast
-    from botocore.config import Config  # noqa: PLC0415
+    import boto3
+    from botocore.config import Config
 
     config = Config(
         connect_timeout=5,
@@ -144,7 +144,7 @@ class BedrockConverseExtractor:
         )
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        from botocore.exceptions import (  # noqa: PLC0415
+        from botocore.exceptions import (
             BotoCoreError,
             ClientError,
             ConnectionError,

@@ -26,7 +26,6 @@ one call. Powertools is imported only inside that function.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
-# ruff: noqa: PLC0415
 
 from __future__ import annotations
 

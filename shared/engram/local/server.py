@@ -12,7 +12,6 @@ SIGINT / SIGTERM stop accepting connections, wait for in-flight requests, run th
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
-# ruff: noqa: PLC0415
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ team claim (``Settings.team_claim``), the groups claim (``Settings.groups_claim`
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
-# ruff: noqa: PLC0415
 
 from __future__ import annotations
 
