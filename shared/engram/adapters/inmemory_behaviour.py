@@ -6,13 +6,23 @@ the three single-port classes exist for the seed's API and for mixing stores.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from engram.behaviour.models import Fact, Observation
-from engram.behaviour.ports import RoundInput, aggregate
+from engram.behaviour.ports import (
+    RoundInput,
+    aggregate,
+    decode_identity_cursor,
+    encode_identity_cursor,
+    page_after,
+)
 from engram.clock import Clock, SystemClock
+from engram.errors import InvalidInput
+
+_GENERATIONS = itertools.count(1)
 
 
 class _Base:
@@ -114,12 +124,14 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
         InMemoryFactRepository.__init__(self)
         self._cursor: dict[str, int] = {}
         self._active: dict[str, int] = {}
+        self._gen: dict[str, int] = {}  # drawn on first append; gone with an erasure (fence)
         self.clock = clock or SystemClock()
         self.checkpoints = _CheckpointView(self)
 
     def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
         with self._lock:
             self._active[identity_id] = self.clock.now_ms()
+            self._gen.setdefault(identity_id, next(_GENERATIONS))
             return super().append(identity_id, observations)
 
     # The fact repository's get() wins the name; the checkpoint port is ``self.checkpoints``
@@ -147,6 +159,7 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
                 observation_count=len(pending),
                 max_seq=max((o.seq or 0 for o in pending), default=cursor),
                 max_created_at=max((o.created_at for o in pending), default=0),
+                token=self._gen.get(identity_id),
             )
 
     def commit_round(
@@ -162,7 +175,8 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
     ) -> bool:
         with self._lock:
             if (
-                self._cursor.get(identity_id, 0) != read.cursor
+                self._gen.get(identity_id) != read.token
+                or self._cursor.get(identity_id, 0) != read.cursor
                 or self._version.get(identity_id, 0) != read.version
             ):
                 return False
@@ -185,7 +199,8 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
             self._cursor.pop(identity_id, None)
             self._seq.pop(identity_id, None)
             self._active.pop(identity_id, None)
-            self._bump(identity_id)
+            self._gen.pop(identity_id, None)
+            self._version.pop(identity_id, None)
         return {"observations": len(obs), "facts": len(facts)}
 
     def export(self, identity_id: str) -> dict[str, Any]:
@@ -212,17 +227,39 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
     def delete_fact(self, identity_id: str, fact_id: str) -> bool:
         return self.delete(identity_id, [fact_id]) == 1
 
+    @overload
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[str], int]: ...
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
+    ) -> tuple[list[str], str]: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
+    ) -> tuple[list[str], int] | tuple[list[str], str]:
+        """As ``RedisBehaviourStore.list_identities``: int offsets or opaque str cursors."""
+        if limit < 1:
+            raise InvalidInput("limit", "must be at least 1")
         with self._lock:
-            ids = [
-                i
+            rows = [
+                (i, float(t))
                 for i, t in sorted(self._active.items(), key=lambda kv: (kv[1], kv[0]))
                 if active_before_ms is None or t < active_before_ms
             ]
-        page = ids[cursor : cursor + limit]
-        return page, (cursor + len(page) if len(page) == limit else 0)
+        if isinstance(cursor, int):
+            if cursor < 0:
+                raise InvalidInput("cursor", "must be a non-negative offset")
+            ids = [i for i, _ in rows[cursor : cursor + limit]]
+            return ids, (cursor + len(ids) if len(ids) == limit else 0)
+        page = (
+            rows[:limit] if not cursor else page_after(rows, decode_identity_cursor(cursor), limit)
+        )
+        if len(page) < limit:
+            return [i for i, _ in page], ""
+        return [i for i, _ in page], encode_identity_cursor(page[-1][1], page[-1][0])
 
 
 class _CheckpointView:

@@ -4,7 +4,8 @@ Key layout (``P`` = ``Settings.redis_key_prefix``, every key of one identity sha
 tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster mode):
 
 - ``P:state:{id}``   hash: ``seq`` (arrival counter), ``cursor`` (consolidated up to seq),
-  ``version`` (bumped by every fact mutation), ``active`` (last activity, epoch ms)
+  ``version`` (bumped by every fact mutation), ``active`` (last activity, epoch ms),
+  ``gen`` (a random generation set when the identity's log is created), ``pmaxts``
 - ``P:obs:{id}``     sorted set: observation JSON scored by arrival ``seq``
 - ``P:obsid:{id}``   hash: observation id → seq (``0`` once pruned: idempotency tombstone)
 - ``P:obsts:{id}``   sorted set: live observation ids scored by ``createdAt``
@@ -13,16 +14,22 @@ tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster
 - ``P:identities``   sorted set (not per identity): identity ids scored by last activity
 
 Every write refreshes a TTL backstop (``identity_ttl_days``) on all keys of the identity.
-A consolidation is one ``EVALSHA`` read (which also groups observations by fact key inside
-Redis) and one ``EVALSHA`` commit that only applies if the cursor and fact version are those it
-read; the index update rides in the same pipeline. ``round_trips`` counts network calls.
+A consolidation is one MULTI/EXEC read of the state, the pending aggregate and the facts, and
+one ``EVALSHA`` commit that only applies if the generation, cursor and fact version are those it
+read; the index update (``ZADD XX``: never re-creating an erased identity's entry) rides in the
+same pipeline. ``round_trips`` counts network calls.
+
+Erasure deletes every key of the identity and its index entry, and leaves nothing behind: a
+consolidation that read before the erasure is fenced by the generation (gone with the state
+hash; a returning user's first append draws a new one), so it never writes facts back.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import redis
 from pydantic import TypeAdapter
@@ -35,8 +42,15 @@ from engram.behaviour.models import (
     ObservationType,
     observation_to_fact_key,
 )
-from engram.behaviour.ports import KeyGroup, RoundInput
+from engram.behaviour.ports import (
+    KeyGroup,
+    RoundInput,
+    decode_identity_cursor,
+    encode_identity_cursor,
+    page_after,
+)
 from engram.clock import MS_PER_DAY, Clock, SystemClock
+from engram.errors import InvalidInput
 
 _PRUNE_LUA = r"""
 local function header(member)
@@ -94,15 +108,17 @@ end
 """
 
 # KEYS: state obs obsid obsts obsgone facts pending
-# ARGV: ttl_ms now_ms then (id, createdAt, member) triples
+# ARGV: ttl_ms now_ms gen then (id, createdAt, member) triples; ``gen`` only sticks when the
+# identity has none yet (a fresh identity, or one erased since).
 _APPEND = (
     _PRUNE_LUA
     + r"""
+redis.call('HSETNX', KEYS[1], 'gen', ARGV[3])
 local st = redis.call('HMGET', KEYS[1], 'seq', 'pmaxts')
 local seq = tonumber(st[1] or '0')
 local pmaxts = tonumber(st[2] or '0')
 local added = 0
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id = ARGV[i]
   if redis.call('HEXISTS', KEYS[3], id) == 0 then
     seq = seq + 1
@@ -126,22 +142,23 @@ return added
 )
 
 # KEYS: state obs obsid obsts obsgone facts pending
-# ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before exp_pmaxts
+# ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before exp_pmaxts exp_gen
 #       n_pending, n_pending (field, count) pairs, n_up, n_up (id, json) pairs, deleted fact ids
 _COMMIT = (
     _PRUNE_LUA
     + r"""
-local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts')
-if tonumber(st[1] or '0') ~= tonumber(ARGV[1]) or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
+local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts', 'gen')
+if (st[4] or '') ~= ARGV[9] or tonumber(st[1] or '0') ~= tonumber(ARGV[1])
+    or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
   return -1
 end
-local i = 10
+local i = 11
 if tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') == tonumber(ARGV[3]) then
   -- nothing arrived since the read: the pending aggregate is exactly what was consolidated
   redis.call('DEL', KEYS[7])
-  i = i + 2 * tonumber(ARGV[9])
+  i = i + 2 * tonumber(ARGV[10])
 else
-  for _ = 1, tonumber(ARGV[9]) do
+  for _ = 1, tonumber(ARGV[10]) do
     local field = ARGV[i]
     if redis.call('HINCRBY', KEYS[7], field, -tonumber(ARGV[i + 1])) <= 0 then
       redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
@@ -186,25 +203,26 @@ _FACTS = (
 local n = 0
 if ARGV[3] == 'upsert' then
   for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]); n = n + 1 end
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
   touch(ARGV[1])
 else
   for i = 4, #ARGV do n = n + redis.call('HDEL', KEYS[6], ARGV[i]) end
+  -- nothing deleted, nothing to fence (and no state key created for an erased identity)
+  if n > 0 then
+    redis.call('HINCRBY', KEYS[1], 'version', 1)
+    touch(ARGV[1])
+  end
 end
-redis.call('HINCRBY', KEYS[1], 'version', 1)
 return n
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts pending. ARGV: fence_ttl_ms
-# The state hash survives briefly with a bumped version, so a consolidation that read before
-# the erasure cannot commit (and resurrect facts) after it.
+# KEYS: state obs obsid obsts obsgone facts pending. Deletes everything; nothing lingers.
+# A consolidation that read before the erasure is fenced by the generation it read (gone).
 _ERASE = r"""
 local obs = redis.call('ZCARD', KEYS[2])
 local facts = redis.call('HLEN', KEYS[6])
-local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
-redis.call('HSET', KEYS[1], 'version', version)
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return {obs, facts}
 """
 
@@ -229,7 +247,6 @@ end
 return 0
 """
 
-ERASE_FENCE_MS = 3_600_000
 _KEY_NAMES = ("state", "obs", "obsid", "obsts", "obsgone", "facts", "pending")
 
 _SCRIPTS = {
@@ -339,16 +356,23 @@ class _RedisBase:
         self._sha = {name: _text(sha) for name, sha in zip(_SCRIPTS, shas, strict=True)}
 
     def _run(
-        self, name: str, keys: Sequence[str], args: Sequence[Any], *, touch: str | None = None
+        self,
+        name: str,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        *,
+        touch: str | None = None,
+        touch_existing: bool = False,
     ) -> Any:
-        """EVALSHA one script (plus an index ZADD for ``touch``) in one round trip."""
+        """EVALSHA one script (plus an index ZADD for ``touch``; with ``touch_existing`` only
+        if the identity is still indexed) in one round trip."""
         if not self._sha:
             self._load()
         for attempt in range(2):
             pipe = self.client.pipeline(transaction=False)
             pipe.evalsha(self._sha[name], len(keys), *keys, *args)
             if touch is not None:
-                pipe.zadd(self.index_key, {touch: self.clock.now_ms()})
+                pipe.zadd(self.index_key, {touch: self.clock.now_ms()}, xx=touch_existing)
             results = pipe.execute(raise_on_error=False)
             self.round_trips += 1
             first = results[0]
@@ -377,7 +401,7 @@ class _RedisBase:
             self._load()
         pipe = self.client.pipeline(transaction=False)
         keys = self.keys(identity_id)
-        pipe.evalsha(self._sha["erase"], len(keys), *keys, ERASE_FENCE_MS)
+        pipe.evalsha(self._sha["erase"], len(keys), *keys)
         pipe.zrem(self.index_key, identity_id)
         results = pipe.execute(raise_on_error=False)
         self.round_trips += 1
@@ -401,16 +425,57 @@ class _RedisBase:
             self._run("unindex", [self.index_key], [identity_id, repr(float(score))])
         return True
 
+    @overload
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]:
-        """One page of identity ids (least recently active first) and the next cursor
-        (0 when done). ``active_before_ms`` keeps identities idle since before that time."""
+    ) -> tuple[list[str], int]: ...
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
+    ) -> tuple[list[str], str]: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
+    ) -> tuple[list[str], int] | tuple[list[str], str]:
+        """One page of identity ids (least recently active first, ties by id) and the next
+        cursor. ``active_before_ms`` keeps identities idle since before that time.
+
+        An int ``cursor`` is an offset (next offset returned, ``0`` when done). A str
+        ``cursor`` (``""`` to start) is an opaque keyset cursor, stable under concurrent
+        removals and additions (next cursor returned, ``""`` when done); see
+        ``engram.behaviour.ports.BehaviourStore.list_identities``.
+        """
+        if limit < 1:
+            raise InvalidInput("limit", "must be at least 1")
         high: int | str = "+inf" if active_before_ms is None else f"({active_before_ms}"
-        rows = self.client.zrangebyscore(self.index_key, "-inf", high, start=cursor, num=limit)
-        self.round_trips += 1
-        ids = [_text(r) for r in rows]
-        return ids, (cursor + len(ids) if len(ids) == limit else 0)
+        if isinstance(cursor, int):
+            if cursor < 0:
+                raise InvalidInput("cursor", "must be a non-negative offset")
+            rows = self.client.zrangebyscore(self.index_key, "-inf", high, start=cursor, num=limit)
+            self.round_trips += 1
+            ids = [_text(r) for r in rows]
+            return ids, (cursor + len(ids) if len(ids) == limit else 0)
+        after = decode_identity_cursor(cursor) if cursor else None
+        low = "-inf" if after is None else repr(after[0])
+        page: list[tuple[str, float]] = []
+        offset, batch = 0, limit + 1
+        while True:
+            raw: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
+                self.index_key, low, high, start=offset, num=batch, withscores=True
+            )
+            self.round_trips += 1
+            rows_ = [(_text(m), float(sc)) for m, sc in raw]
+            page += rows_ if after is None else page_after(rows_, after, limit - len(page))
+            page = page[:limit]
+            # more rows with the cursor's own score than one batch: keep reading (rare)
+            if len(page) == limit or len(raw) < batch:
+                break
+            offset += batch
+        ids = [m for m, _ in page]
+        if len(page) < limit:
+            return ids, ""
+        return ids, encode_identity_cursor(page[-1][1], page[-1][0])
 
     def export(self, identity_id: str) -> dict[str, Any]:
         """Everything stored for the identity (stored, not decayed, confidence)."""
@@ -442,10 +507,10 @@ class _RedisBase:
         keys), not O(observations)."""
         keys = self.keys(identity_id)
         pipe = self.client.pipeline(transaction=True)
-        pipe.hmget(keys[0], "cursor", "version", "seq", "pmaxts")
+        pipe.hmget(keys[0], "cursor", "version", "seq", "pmaxts", "gen")
         pipe.hgetall(keys[6])
         pipe.hvals(keys[5])
-        (cursor, version, seq, pmaxts), pairs, fact_rows = pipe.execute()
+        (cursor, version, seq, pmaxts, gen), pairs, fact_rows = pipe.execute()
         self.round_trips += 1
         pending: list[tuple[str, int]] = []
         labels: dict[str, str] = {}
@@ -465,7 +530,7 @@ class _RedisBase:
             observation_count=count,
             max_seq=seq,
             max_created_at=pmaxts,
-            token=(pending, pmaxts),
+            token=(pending, pmaxts, _text(gen) if gen is not None else ""),
         )
 
     def commit_round(
@@ -479,7 +544,7 @@ class _RedisBase:
         hard_prune_before_ms: int,
         now_ms: int,
     ) -> bool:
-        pending, pmaxts = read.token if read.token is not None else ([], 0)
+        pending, pmaxts, gen = read.token if read.token is not None else ([], 0, "")
         args: list[Any] = [
             read.cursor,
             read.version,
@@ -489,6 +554,7 @@ class _RedisBase:
             prune_before_ms,
             hard_prune_before_ms,
             pmaxts,
+            gen,
             len(pending),
         ]
         for field, value in pending:
@@ -497,7 +563,9 @@ class _RedisBase:
         for fact in upserts:
             args += [fact.id, fact.to_storage_json()]
         args += list(deletes)
-        result = self._run("commit", self.keys(identity_id), args, touch=identity_id)
+        result = self._run(
+            "commit", self.keys(identity_id), args, touch=identity_id, touch_existing=True
+        )
         return int(result) >= 0
 
 
@@ -564,7 +632,7 @@ class RedisObservationLog(_RedisBase):
         """Append observations not seen before (by id); returns how many were new."""
         if not observations:
             return 0
-        args: list[Any] = [self.ttl_ms, self.clock.now_ms()]
+        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex]
         for obs in observations:
             args += [obs.id, obs.created_at, encode_member(obs)]
         return int(self._run("append", self.keys(identity_id), args, touch=identity_id))

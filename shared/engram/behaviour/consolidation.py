@@ -26,9 +26,11 @@ from engram.behaviour.ports import (
 )
 from engram.behaviour.sanitize import quote_name
 from engram.clock import MS_PER_DAY
+from engram.errors import InvalidInput
 
-PRUNE_KEEP_MS = 7 * MS_PER_DAY
-RETENTION_MS = 30 * MS_PER_DAY
+PRUNE_KEEP_MS = 7 * MS_PER_DAY  # the seed's checkpoint buffer (a constant)
+OBSERVATION_RETENTION_DAYS = 30  # the seed's default (``Settings.observation_retention_days``)
+RETENTION_MS = OBSERVATION_RETENTION_DAYS * MS_PER_DAY
 MAX_ATTEMPTS = 3
 
 
@@ -137,15 +139,21 @@ def consolidate(
     checkpoints: CheckpointStore,
     decay: DecayStrategy,
     now: int | None = None,
+    retention_days: int = OBSERVATION_RETENTION_DAYS,
 ) -> list[Fact]:
     """Consolidate pending observations of one identity into facts.
 
+    Observations older than ``retention_days`` are dropped whether consolidated or not;
+    consolidated ones are kept 7 days below the checkpoint (``PRUNE_KEEP_MS``).
     Returns the active facts with their current confidence (best ranked first).
     """
+    if retention_days < 1:
+        raise InvalidInput("retentionDays", "must be at least 1")
     now_ms = _now(now)
+    retention_ms = retention_days * MS_PER_DAY
     atomic = _atomic_store(observations, facts, checkpoints)
     if atomic is not None:
-        return _consolidate_atomic(identity_id, atomic, decay, now_ms)
+        return _consolidate_atomic(identity_id, atomic, decay, now_ms, retention_ms)
     return _consolidate_ports(
         identity_id,
         observations=observations,
@@ -153,11 +161,16 @@ def consolidate(
         checkpoints=checkpoints,
         decay=decay,
         now=now_ms,
+        retention_ms=retention_ms,
     )
 
 
 def _consolidate_atomic(
-    identity_id: str, store: AtomicConsolidationStore, decay: DecayStrategy, now: int
+    identity_id: str,
+    store: AtomicConsolidationStore,
+    decay: DecayStrategy,
+    now: int,
+    retention_ms: int,
 ) -> list[Fact]:
     read: RoundInput | None = None
     for _ in range(MAX_ATTEMPTS):
@@ -173,7 +186,7 @@ def _consolidate_atomic(
             upserts=upserts,
             deletes=deletes,
             prune_before_ms=read.max_created_at - PRUNE_KEEP_MS,
-            hard_prune_before_ms=now - RETENTION_MS,
+            hard_prune_before_ms=now - retention_ms,
             now_ms=now,
         ):
             return with_current_confidence(active, decay, now, copy=False)
@@ -190,6 +203,7 @@ def _consolidate_ports(
     checkpoints: CheckpointStore,
     decay: DecayStrategy,
     now: int,
+    retention_ms: int,
 ) -> list[Fact]:
     checkpoint = checkpoints.get(identity_id)  # 1. read checkpoint
     pending = observations.since(identity_id, checkpoint)  # 2. fetch new observations
@@ -208,7 +222,7 @@ def _consolidate_ports(
     checkpoints.set(identity_id, max_seq)
     max_created = max(o.created_at for o in pending)  # 9. prune
     observations.prune(identity_id, max_created - PRUNE_KEEP_MS, up_to_seq=max_seq)
-    observations.prune(identity_id, now - RETENTION_MS)
+    observations.prune(identity_id, now - retention_ms)
     return with_current_confidence(active, decay, now)  # 10.
 
 

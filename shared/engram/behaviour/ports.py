@@ -11,9 +11,12 @@ uses it when the three stores it is given share one backing store.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from engram.behaviour.models import (
     Fact,
@@ -21,6 +24,7 @@ from engram.behaviour.models import (
     Observation,
     ObservationType,
 )
+from engram.errors import InvalidInput
 
 
 @runtime_checkable
@@ -208,6 +212,59 @@ class BehaviourStore(ObservationLog, FactRepository, AtomicConsolidationStore, P
 
     def delete_fact(self, identity_id: str, fact_id: str) -> bool: ...
 
+    @overload
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
     ) -> tuple[list[str], int]: ...
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
+    ) -> tuple[list[str], str]: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
+    ) -> tuple[list[str], int] | tuple[list[str], str]:
+        """One page of the identity index, least recently active first (ties by id).
+
+        ``cursor`` is either an int offset (``0`` = start; the next offset is returned, ``0``
+        when done) or an opaque string (``""`` = start; the next string is returned, ``""``
+        when done). String cursors are keyset cursors (last activity, id): stable under
+        concurrent removals and additions — no identity indexed for the whole pass is
+        skipped; one that becomes active again during the pass moves behind the cursor and
+        may be listed twice. Offsets shift when earlier entries are removed.
+        """
+        ...
+
+
+def encode_identity_cursor(score: float, identity_id: str) -> str:
+    """An opaque keyset cursor: the (last activity, id) of the last identity of a page."""
+    raw = f"{score!r}\x1f{identity_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_identity_cursor(cursor: str) -> tuple[float, str]:
+    """The (last activity, id) of an identity cursor; ``InvalidInput("cursor")`` if malformed."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        score_text, identity_id = raw.split("\x1f", 1)
+        score = float(score_text)
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput("cursor", "is not a cursor returned by list_identities") from exc
+    if not math.isfinite(score) or not identity_id:
+        raise InvalidInput("cursor", "is not a cursor returned by list_identities")
+    return score, identity_id
+
+
+def page_after(
+    rows: Iterable[tuple[str, float]], after: tuple[float, str], limit: int
+) -> list[tuple[str, float]]:
+    """The first ``limit`` of ``rows`` (sorted by (score, id)) strictly after ``after``."""
+    out: list[tuple[str, float]] = []
+    score, identity_id = after
+    for member, member_score in rows:
+        if member_score > score or (member_score == score and member > identity_id):
+            out.append((member, member_score))
+            if len(out) == limit:
+                break
+    return out

@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engram.behaviour.affinity import extract_tool_affinities
-from engram.behaviour.consolidation import consolidate, with_current_confidence
+from engram.behaviour.consolidation import (
+    OBSERVATION_RETENTION_DAYS,
+    consolidate,
+    with_current_confidence,
+)
 from engram.behaviour.decay import DecayStrategy, ExponentialDecay, decay_from_name
 from engram.behaviour.emission import EmissionRules, QueryEvent, ToolEvent, observations_from_events
 from engram.behaviour.models import Fact, Observation
@@ -57,7 +61,10 @@ class BehaviourService:
         rules: EmissionRules | None = None,
         max_in_flight: int = 1000,
         workers: int = 4,
+        observation_retention_days: int = OBSERVATION_RETENTION_DAYS,
     ) -> None:
+        if observation_retention_days < 1:
+            raise InvalidInput("observationRetentionDays", "must be at least 1")
         self.store = store
         self.decay = decay or ExponentialDecay()
         self.clock = clock or SystemClock()
@@ -65,6 +72,7 @@ class BehaviourService:
         self.token_budget = token_budget
         self.rules = rules or EmissionRules()
         self.max_in_flight = max_in_flight
+        self.observation_retention_days = observation_retention_days
         self.dropped = 0  # emits refused because too many were in flight
         self.failed = 0  # emits whose append failed (swallowed)
         self._workers = workers
@@ -76,8 +84,8 @@ class BehaviourService:
     @classmethod
     def from_settings(cls, settings: Settings, redis_client: Any = None) -> BehaviourService:
         """A service on Redis (``redis_client`` or one made from ``settings``)."""
-        from engram.adapters.redis_behaviour import RedisBehaviourStore  # noqa: PLC0415
-        from engram.adapters.redis_client import make_redis  # noqa: PLC0415
+        from engram.adapters.redis_behaviour import RedisBehaviourStore
+        from engram.adapters.redis_client import make_redis
 
         client = redis_client if redis_client is not None else make_redis(settings)
         store = RedisBehaviourStore(
@@ -89,6 +97,7 @@ class BehaviourService:
             consolidation_budget_ms=settings.consolidation_budget_ms,
             token_budget=settings.prompt_token_budget,
             rules=EmissionRules.from_file(settings.emission_rules_file),
+            observation_retention_days=settings.observation_retention_days,
         )
 
     # --- pools ------------------------------------------------------------------------
@@ -180,6 +189,7 @@ class BehaviourService:
             checkpoints=self.store.checkpoints,
             decay=self.decay,
             now=self.clock.now_ms(),
+            retention_days=self.observation_retention_days,
         )
 
     def load_memory(self, identity_id: str) -> MemoryLoad:

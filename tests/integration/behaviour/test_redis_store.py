@@ -304,11 +304,7 @@ def test_identity_index_erase_export_and_delete_fact(
     assert store.delete_fact("a", "fact:tool_affinity:x") is True
     assert store.delete_fact("a", "fact:tool_affinity:x") is False
     assert store.erase("a") == {"observations": 1, "facts": 0}
-    # only a short-lived fence remains: the state hash holding a version number
-    left = [k for k in client.keys("engram:*") if b"{a}" in k]
-    assert left == [b"engram:state:{a}"]
-    assert client.hgetall(left[0]).keys() == {b"version"}
-    assert 0 < client.pttl(left[0]) <= 3_600_000
+    assert [k for k in client.keys("engram:*") if b"{a}" in k] == []  # nothing lingers
     assert store.list_identities()[0] == ["b", "c"]
 
 
