@@ -11,11 +11,9 @@ Raising fails the trigger, which fails (and rolls back) the deployment.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Mapping
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit, urlunsplit
 
 
 class MigrationFailed(RuntimeError):
@@ -27,18 +25,13 @@ class SecretsClient(Protocol):
 
 
 def database_url(env: Mapping[str, str], secrets: SecretsClient | None) -> str:
-    """The proxy URL with the secret's username and password filled in."""
-    base = env["ENGRAM_DATABASE_URL"]
-    arn = env.get("ENGRAM_DATABASE_SECRET_ARN")
-    if not arn or secrets is None:
-        return base
-    secret = json.loads(secrets.get_secret_value(SecretId=arn)["SecretString"])
-    parts = urlsplit(base)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    user = quote(str(secret["username"]), safe="")
-    password = quote(str(secret["password"]), safe="")
-    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}{port}"))
+    """The proxy URL with the secret's username and password filled in (the service's own
+    implementation: ``engram.adapters.secrets.database_url_from_secret``)."""
+    adapter = importlib.import_module("engram.adapters.secrets")
+    url: str = adapter.database_url_from_secret(
+        env["ENGRAM_DATABASE_URL"], env.get("ENGRAM_DATABASE_SECRET_ARN"), secrets
+    )
+    return url
 
 
 def _secrets_client() -> SecretsClient:

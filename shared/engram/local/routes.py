@@ -1,21 +1,43 @@
 """What ``engram serve`` runs: the route table and the background pieces around it.
 
-Phase 1 wires only ``GET /v1/health``; the function handlers (ingest, session, memories) are
-added here when they exist, keyed by the same route keys API Gateway uses (see
-``engram.api.models.ROUTES``).
+``build_app(settings)`` wires every route of ``engram.api.models.ROUTES`` to the very Lambda
+handlers that run in AWS (``functions/<name>/handler.py``), keyed by the same route keys API
+Gateway uses: ingest (observations, events, transcripts), session, memories (everything else).
+Around them:
+
+* the ingest queue: a ``LocalQueue`` whose consumer is ``functions.ingest_consumer.handler``
+  (SQS-shaped events, partial batch failures retried, a dead-letter list);
+* the extraction queue: a ``LocalQueue`` without a consumer — the maintenance job pulls from it;
+* the maintenance job on a ``Periodic`` timer every ``Settings.maintenance_interval_s`` —
+  the ``maintenance`` callable given, else ``functions.maintenance.handler.handler`` called
+  with an EventBridge scheduled event, when that module exists;
+* one ``engram.bootstrap.Container`` (installed with ``set_container``) holding Redis, the
+  database URL and the queue senders, so the handlers' ``get_container()`` finds it.
+
+Nothing starts in ``build_app``; ``LocalApp.start()`` starts the queue worker and the timer and
+registers their drain hooks (the server runs them on Ctrl-C, after in-flight requests).
+``GET /v1/health`` is the memories handler's (real Redis and PostgreSQL probes) when a
+container is given; otherwise it is the probe-only handler below, fed by ``probes``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from engram.api.models import DependencyStatus, HealthResponse
-from engram.local.server import LambdaHandler, RouteTable
+from engram.bootstrap import Container, set_container
+from engram.local.scheduler import Periodic
+from engram.local.server import FakeLambdaContext, LambdaHandler, RouteTable
+from engram.local.sqs import LocalQueue, LocalSqs
 from engram.settings import Settings
 
 _log = logging.getLogger("engram.local.routes")
@@ -68,24 +90,177 @@ def make_health_handler(
     return handler
 
 
+#: Which function serves which route (as infra/ maps them in AWS).
+FUNCTION_ROUTES: dict[str, tuple[str, ...]] = {
+    "ingest": (
+        "POST /v1/observations",
+        "POST /v1/events",
+        "POST /v1/conversations/{conversationId}/transcript",
+    ),
+    "session": ("POST /v1/sessions",),
+}
+INGEST_QUEUE = "engram-ingest"
+EXTRACTION_QUEUE = "engram-extraction"
+
+
+def _repo_root() -> Path:
+    import engram
+
+    return Path(engram.__file__).resolve().parents[2]
+
+
+def import_function(name: str) -> ModuleType:
+    """``functions.<name>.handler``; the repository root is put on ``sys.path`` when the
+    ``functions`` package is not importable (``engram`` run as a console script)."""
+    module = f"functions.{name}.handler"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name not in {"functions", f"functions.{name}"}:
+            raise
+    root = _repo_root()
+    if not (root / "functions" / "__init__.py").is_file():
+        raise ModuleNotFoundError(f"no functions/ package next to {root / 'shared'}")
+    sys.path.insert(0, str(root))
+    return importlib.import_module(module)
+
+
+def maintenance_from_function() -> Callable[[], object] | None:
+    """``functions.maintenance.handler.handler`` as a no-argument job, if it exists."""
+    try:
+        module = import_function("maintenance")
+    except ModuleNotFoundError:
+        return None
+    handler = getattr(module, "handler", None)
+    if not callable(handler):
+        return None
+
+    def run() -> object:
+        event = {
+            "version": "0",
+            "id": "local-schedule",
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": "000000000000",
+            "region": "us-east-1",
+            "resources": ["arn:aws:events:us-east-1:000000000000:rule/engram-maintenance"],
+            "detail": {},
+        }
+        return handler(event, FakeLambdaContext(function_name="engram-maintenance"))
+
+    return run
+
+
 @dataclass
 class LocalApp:
-    """The route table plus hooks ``engram serve`` runs on shutdown (SQS drain, timers...)."""
+    """The route table plus the background pieces ``engram serve`` runs around it."""
 
     routes: RouteTable
     drain_hooks: list[Callable[[], object]] = field(default_factory=list)
+    container: Container | None = None
+    sqs: LocalSqs | None = None
+    ingest_queue: LocalQueue | None = None
+    extraction_queue: LocalQueue | None = None
+    scheduler: Periodic | None = None
+    started: bool = False
+
+    def start(self) -> LocalApp:
+        """Start the ingest queue worker and the maintenance timer; register drain hooks
+        (queue drained first, then the timer stopped, then the container closed)."""
+        if self.started:
+            return self
+        self.started = True
+        if self.ingest_queue is not None:
+            queue = self.ingest_queue
+            queue.start()
+            self.drain_hooks.append(lambda: _drain(queue))
+        if self.scheduler is not None:
+            self.drain_hooks.append(self.scheduler.stop)
+            self.scheduler.start()
+        if self.container is not None:
+            self.drain_hooks.append(self.container.close)
+        return self
 
 
-def build_app(settings: Settings, *, probes: Mapping[str, Probe] | None = None) -> LocalApp:
-    probes = probes or {}
-    routes: RouteTable = {
-        "GET /v1/health": make_health_handler(
+def _drain(queue: LocalQueue, timeout_s: float = 30.0) -> bool:
+    ok = queue.drain(timeout_s)
+    queue.stop()
+    return ok
+
+
+def build_app(
+    settings: Settings,
+    *,
+    probes: Mapping[str, Probe] | None = None,
+    parts: Mapping[str, Any] | None = None,
+    maintenance: Callable[[], object] | None = None,
+    run_maintenance: bool = True,
+) -> LocalApp:
+    """Every route wired to the Lambda handlers over one ``Container`` on the local queues.
+
+    ``parts`` are ``Container`` keyword arguments (``database_url``, ``redis``, ``clock``...);
+    with ``parts`` given, ``GET /v1/health`` is the memories handler's (real probes), else the
+    probe-only handler fed by ``probes``. Nothing connects until first use."""
+    sqs = LocalSqs()
+    ingest_queue = LocalQueue(INGEST_QUEUE, region=settings.aws_region)
+    extraction_queue = LocalQueue(EXTRACTION_QUEUE, region=settings.aws_region)
+    sqs.add_queue(ingest_queue)
+    sqs.add_queue(extraction_queue)
+    from engram.adapters.sqs import SqsSender
+
+    container = Container(
+        settings,
+        sqs=sqs,
+        ingest_queue=SqsSender(sqs, ingest_queue.url),
+        extraction_queue=SqsSender(sqs, extraction_queue.url),
+        extraction_queue_url=extraction_queue.url,
+        **dict(parts or {}),
+    )
+    set_container(container)
+
+    ingest = import_function("ingest").handler
+    session = import_function("session").handler
+    memories = import_function("memories").handler
+    ingest_queue.consumer = import_function("ingest_consumer").handler
+
+    routes: RouteTable = {}
+    for spec in _route_keys():
+        if spec in FUNCTION_ROUTES["ingest"]:
+            routes[spec] = ingest
+        elif spec in FUNCTION_ROUTES["session"]:
+            routes[spec] = session
+        else:
+            routes[spec] = memories
+    if parts is None:
+        probes = probes or {}
+        routes["GET /v1/health"] = make_health_handler(
             redis=probes.get("redis"), postgres=probes.get("postgres")
-        ),
-    }
-    return LocalApp(routes=routes)
+        )
+
+    job = maintenance if maintenance is not None else None
+    if job is None and run_maintenance:
+        job = maintenance_from_function()
+    scheduler = (
+        Periodic(job, settings.maintenance_interval_s, name="maintenance")
+        if job is not None and run_maintenance
+        else None
+    )
+    return LocalApp(
+        routes=routes,
+        container=container,
+        sqs=sqs,
+        ingest_queue=ingest_queue,
+        extraction_queue=extraction_queue,
+        scheduler=scheduler,
+    )
+
+
+def _route_keys() -> list[str]:
+    from engram.api.models import ROUTES
+
+    return [r.route_key for r in ROUTES]
 
 
 def build_routes(settings: Settings) -> RouteTable:
     """The local service's route table (``{"METHOD /path/{param}": handler}``)."""
-    return build_app(settings).routes
+    return build_app(settings, run_maintenance=False).routes

@@ -521,6 +521,19 @@ class LocalService:
                 signal.signal(sig, handler)
 
 
+def prepare_database(settings: Settings) -> str:
+    """The PostgreSQL URL to serve with (``ENGRAM_DATABASE_URL``, else the embedded one under
+    ``ENGRAM_DATA_DIR``), migrated."""
+    from engram.adapters.postgres.migrate import apply_migrations
+    from engram.local.embedded import database_url
+
+    url = database_url(settings)
+    applied = apply_migrations(url, embedding_dimensions=settings.embedding_dimensions)
+    if applied:
+        print(f"engram: migrated PostgreSQL: {', '.join(applied)}", file=sys.stderr)
+    return url
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
     parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
@@ -533,14 +546,19 @@ def main(argv: list[str] | None = None) -> int:
     from engram.local.routes import build_app
 
     settings = get_settings()
-    app = build_app(settings)
+    database_url = prepare_database(settings)
+    app = build_app(settings, parts={"database_url": database_url, "migrate": False})
     service = LocalService(app.routes, settings=settings, host=args.host, port=args.port)
+    app.start()
     for hook in app.drain_hooks:
         service.add_drain_hook(hook)
+    redis_where = settings.redis_url or "embedded in-process Redis (fakeredis)"
     print(f"engram: listening on {service.url}", flush=True)
+    print(f"engram: Redis: {redis_where}; data dir: {settings.data_dir}", flush=True)
     print(
-        "engram: get a dev token with `engram token --user alice --team acme` and send it as "
-        "`Authorization: Bearer <token>`",
+        "engram: get a dev token with `engram token --user alice --team acme` (same "
+        "ENGRAM_DATA_DIR) and send it as `Authorization: Bearer <token>`; Ctrl-C drains and "
+        "stops",
         flush=True,
     )
     return service.run_until_signal()

@@ -1,0 +1,1 @@
+"""Lambda functions: thin handlers over ``engram`` (parse -> one use case -> respond)."""

@@ -1,0 +1,1 @@
+"""The ingest Lambda function (handler: ``functions.ingest.handler.handler``)."""

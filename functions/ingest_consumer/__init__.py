@@ -1,0 +1,1 @@
+"""The ingest_consumer Lambda function (handler: ``functions.ingest_consumer.handler.handler``)."""

@@ -1,0 +1,1 @@
+"""The session Lambda function (handler: ``functions.session.handler.handler``)."""

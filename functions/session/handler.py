@@ -1,0 +1,35 @@
+"""The session function: ``POST /v1/sessions`` — consolidation and recall, one prompt.
+
+Always 200 when the caller and body are valid: a store that is down or slow shows up in
+``degraded`` (``behaviour:*`` / ``memories:*``), never as an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.api.http import json_response
+from engram.api.models import SessionRequest
+from engram.observability import add_metric, instrument
+from engram.use_cases.routing import Request, Route, dispatch
+
+
+def post_session(req: Request) -> dict[str, Any]:
+    caller = req.caller
+    body = req.body(SessionRequest, empty_as_object=True)
+    response, load = req.container.sessions.start(
+        caller, persona_id=body.persona_id, query=body.query
+    )
+    if load.degraded:
+        add_metric("ConsolidationDegraded")
+    if any(reason.startswith("memories:") for reason in response.degraded):
+        add_metric("RecallDegraded")
+    return json_response(200, response)
+
+
+ROUTES: dict[str, Route] = {"POST /v1/sessions": post_session}
+
+
+@instrument
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return dispatch(event, ROUTES)

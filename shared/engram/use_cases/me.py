@@ -1,0 +1,95 @@
+"""The caller's own data across both stores: export (``GET /v1/me/export``) and erasure
+(``DELETE /v1/me``).
+
+Erasure order: (1) record the erasure in the erasure log — so the extraction drain never turns
+a transcript queued before it into memories, and the maintenance job purges observations that
+SQS delivers late; (2) erase the behavioural memory in Redis (observations, facts, checkpoint
+and the observation-id records that make ingestion idempotent); (3) erase the user's memories
+in PostgreSQL (scopes ``user`` and ``persona_user``). A store that is down gives 503 after the
+erasure was recorded; the client retries (every step is idempotent) and the maintenance job's
+purge is the backstop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.api.models import (
+    ErasureCounts,
+    ErasureReceipt,
+    ExportResponse,
+    ObservationOut,
+)
+from engram.behaviour.models import Fact
+from engram.behaviour.service import BehaviourService
+from engram.clock import Clock, SystemClock
+from engram.identity import Caller
+from engram.memories.models import Memory
+from engram.memories.service import MemoryService
+from engram.use_cases.convert import fact_out, memory_out
+from engram.use_cases.ports import ErasureRecorder
+
+
+class MeService:
+    def __init__(
+        self,
+        behaviour: BehaviourService,
+        memories: MemoryService,
+        erasures: ErasureRecorder,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self.behaviour = behaviour
+        self.memories = memories
+        self.erasures = erasures
+        self.clock = clock or SystemClock()
+
+    def export(self, caller: Caller) -> ExportResponse:
+        data: dict[str, Any] = self.behaviour.export(caller.identity_id)
+        memories = self.memories.export(caller)["memories"]
+        return ExportResponse(
+            identity_id=caller.identity_id,
+            user_id=caller.user_id,
+            team_id=caller.team_id,
+            exported_at=self.clock.now_ms(),
+            observations=[
+                ObservationOut.model_validate(
+                    {k: v for k, v in o.items() if k != "seq"}, by_alias=True
+                )
+                for o in data.get("observations", [])
+            ],
+            facts=[fact_out(Fact.model_validate(f)) for f in data.get("currentFacts", [])],
+            checkpoint=data.get("checkpoint"),
+            memories=[
+                memory_out(Memory.model_validate({**m, "teamId": caller.team_id})) for m in memories
+            ],
+        )
+
+    def erase(self, caller: Caller) -> ErasureReceipt:
+        now = self.clock.now_ms()
+        self.erasures.record(caller.team_id, caller.user_id, now)
+        identity = caller.identity_id
+        checkpoint = self._checkpoint(identity)
+        redis_counts = self.behaviour.erase(identity)
+        memory_counts = self.memories.erase(caller)
+        observations = int(redis_counts.get("observations", 0))
+        return ErasureReceipt(
+            identity_id=identity,
+            user_id=caller.user_id,
+            team_id=caller.team_id,
+            erased_at=now,
+            counts=ErasureCounts(
+                observations=observations,
+                facts=int(redis_counts.get("facts", 0)),
+                checkpoints=1 if checkpoint is not None else 0,
+                idempotency_records=int(redis_counts.get("idempotencyRecords", observations)),
+                memories=sum(int(v) for v in memory_counts.values()),
+            ),
+        )
+
+    def _checkpoint(self, identity_id: str) -> int | None:
+        try:
+            value: int | None = self.behaviour.store.checkpoints.get(identity_id)
+        except Exception:
+            return None  # the erase below reports the outage
+        return value
