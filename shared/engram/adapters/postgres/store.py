@@ -489,7 +489,7 @@ def build_memory_service(
     db = Database.from_settings(settings, conninfo)
     store = PostgresMemoryStore(db, clock)
     if embedder is None and settings.embedder == "bedrock":
-        from engram.adapters.bedrock_embedder import BedrockTitanEmbedder  # noqa: PLC0415
+        from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
 
         embedder = BedrockTitanEmbedder.from_settings(settings)
     service = MemoryService(store, store, embedder=embedder, settings=settings, clock=clock)
