@@ -1,0 +1,163 @@
+"""Ingest -> SQS -> consumer -> Redis through the Lambda handlers; 503 when SQS refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.integration.functions.conftest import Stack, peek_records
+
+from engram.extraction.models import TranscriptJob
+
+OBS = {
+    "type": "tool_success",
+    "content": "get_account ok",
+    "metadata": {"toolName": "get_account", "durationMs": 12},
+}
+EVENTS = {
+    "events": [
+        {"kind": "query", "text": "What were the royalty numbers last quarter?"},
+        {
+            "kind": "tool",
+            "toolName": "get_account",
+            "ok": True,
+            "durationMs": 80,
+            "result": {"accountId": "A-1", "name": "Acme Records"},
+        },
+        {
+            "kind": "tool",
+            "toolName": "search_snowflake_schema",
+            "ok": False,
+            "durationMs": 5,
+            "error": "timeout",
+        },
+    ]
+}
+
+
+def stored_observations(stack: Stack, identity: str = "acme:alice") -> list[dict[str, Any]]:
+    data = stack.container.behaviour.export(identity)
+    observations: list[dict[str, Any]] = data["observations"]
+    return observations
+
+
+def test_observations_are_accepted_queued_and_stored(stack: Stack) -> None:
+    body = {"observations": [OBS, {**OBS, "id": "client-id-1", "createdAt": 1000}]}
+    res = stack.call("POST /v1/observations", body=body)
+    assert res.status == 202
+    assert res.body["accepted"] == 2
+    assert res.body["ids"][1] == "client-id-1"
+    assert stack.ingest_queue.pending() == 2
+    assert stack.deliver() == 2
+    stored = stored_observations(stack)
+    assert sorted(o["id"] for o in stored) == sorted(res.body["ids"])
+    assert all(o["identityId"] == "acme:alice" for o in stored)
+    assert {o["createdAt"] for o in stored} >= {1000}
+
+
+def test_a_retried_request_gets_the_same_ids_and_is_stored_once(stack: Stack) -> None:
+    first = stack.call("POST /v1/events", body=EVENTS)
+    again = stack.call("POST /v1/events", body=EVENTS)
+    assert first.status == again.status == 202
+    assert first.body["ids"] == again.body["ids"]
+    stack.deliver()
+    assert len(stored_observations(stack)) == first.body["accepted"]
+    keyed = stack.call("POST /v1/events", body=EVENTS, headers={"Idempotency-Key": "k-1"})
+    assert set(keyed.body["ids"]).isdisjoint(first.body["ids"])
+
+
+def test_events_become_facts_at_the_next_session(stack: Stack) -> None:
+    res = stack.call("POST /v1/events", body=EVENTS)
+    assert res.status == 202
+    stack.deliver()
+    session = stack.call("POST /v1/sessions", body={})
+    assert session.status == 200
+    subjects = {f["subject"] for f in session.body["facts"]}
+    assert {
+        "domain_preference:royalty",
+        "tool_affinity:get_account",
+        "tool_avoidance:search_snowflake_schema",
+        "entity_frequency:account:A-1",
+    } <= subjects
+    assert session.body["toolAffinities"]["get_account"] > 0
+    assert session.body["sections"]["facts"] in session.body["prompt"]
+    assert session.body["degraded"] == []
+
+
+def test_bad_input_names_the_field_and_queues_nothing(stack: Stack) -> None:
+    cases: list[tuple[Any, int, str]] = [
+        ({"observations": [{**OBS, "type": "nope"}]}, 422, "observations.0.type"),
+        (
+            {"observations": [{**OBS, "metadata": {"durationMs": 1}}]},
+            422,
+            "observations.0.metadata.toolName",
+        ),
+        ({"observations": [OBS], "extra": 1}, 422, "extra"),
+        ({"observations": [OBS] * 101}, 422, "observations"),
+        (
+            {"events": [{"kind": "tool", "toolName": "x", "ok": "yes", "durationMs": 1}]},
+            422,
+            "events.0.tool.ok",
+        ),
+    ]
+    for body, status, field in cases:
+        route = "POST /v1/observations" if "observations" in body else "POST /v1/events"
+        res = stack.call(route, body=body)
+        assert res.status == status, body
+        fields = [d["field"] for d in res.body["error"].get("details", [])]
+        assert field in fields, (field, fields)
+    assert stack.call("POST /v1/events", body=b"{not json").status == 400
+    assert stack.call("POST /v1/events", body=b"x" * (300 * 1024)).status == 413
+    assert stack.ingest_queue.pending() == 0
+
+
+def test_no_token_is_401_and_acting_for_another_user_is_403(stack: Stack) -> None:
+    assert stack.call("POST /v1/events", body=EVENTS, user=None).status == 401
+    res = stack.call("POST /v1/events", body=EVENTS, headers={"x-engram-user": "bob"})
+    assert res.status == 403
+    assert stack.ingest_queue.pending() == 0
+
+
+def test_sqs_refusing_a_record_gives_503_and_the_retry_stores_each_once(stack: Stack) -> None:
+    body = {"observations": [{**OBS, "content": f"call {i}"} for i in range(25)]}
+    stack.ingest_queue.fail_sends = lambda entry: entry["Id"] == "3"
+    refused = stack.call("POST /v1/observations", body=body)
+    assert refused.status == 503
+    assert refused.body["error"]["code"] == "unavailable"
+    assert refused.headers.get("Retry-After") == "1"
+    stack.ingest_queue.fail_sends = None
+    retried = stack.call("POST /v1/observations", body=body)
+    assert retried.status == 202
+    assert retried.body["accepted"] == 25
+    stack.deliver()
+    stored = stored_observations(stack)
+    assert sorted(o["id"] for o in stored) == sorted(retried.body["ids"])
+
+
+def test_sqs_down_gives_503(stack: Stack) -> None:
+    stack.ingest_queue.send_error = ConnectionError("sqs endpoint unreachable")
+    res = stack.call("POST /v1/events", body=EVENTS)
+    assert res.status == 503
+    assert stack.ingest_queue.pending() == 0
+
+
+def test_transcript_is_queued_for_extraction(stack: Stack) -> None:
+    body = {"personaId": "p1", "messages": [{"role": "user", "content": "I use helix"}]}
+    res = stack.call(
+        "POST /v1/conversations/{conversationId}/transcript",
+        body=body,
+        path={"conversationId": "c-9"},
+    )
+    assert res.status == 202
+    assert res.body == {"queued": True, "conversationId": "c-9", "messages": 1}
+    records = peek_records(stack.extraction_queue)  # the queue the maintenance job pulls from
+    assert len(records) == 1
+    job = TranscriptJob.model_validate(json.loads(records[0]["body"]))
+    assert (job.team_id, job.user_id, job.persona_id) == ("acme", "alice", "p1")
+    bad = stack.call(
+        "POST /v1/conversations/{conversationId}/transcript",
+        body={"messages": []},
+        path={"conversationId": "c-9"},
+    )
+    assert bad.status == 422
+    assert stack.extraction_queue.pending() == 1
