@@ -74,6 +74,7 @@ class Settings(BaseSettings):
     # --- queues --------------------------------------------------------------------------
     ingest_queue_url: str | None = None
     extraction_queue_url: str | None = None
+    extraction_dlq_url: str | None = None
     aws_region: str = Field(
         default="us-east-1", validation_alias=AliasChoices("ENGRAM_AWS_REGION", "AWS_REGION")
     )
