@@ -276,6 +276,7 @@ def _parse_facts(rows: Sequence[Any]) -> list[Fact]:
 
 
 _SEP = "\x1f"
+_LABEL_PREFIX = "l" + _SEP
 _KIND = {
     ObservationType.TOOL_SUCCESS: "s",
     ObservationType.TOOL_FAILURE: "f",
@@ -515,11 +516,11 @@ class _RedisBase:
         pending: list[tuple[str, int]] = []
         labels: dict[str, str] = {}
         for raw_field, raw_value in pairs.items():
-            field, value = _text(raw_field), _text(raw_value)
-            if field.startswith("l" + _SEP):
-                labels[field[2:]] = value
+            field = raw_field.decode() if type(raw_field) is bytes else str(raw_field)
+            if field[:2] == _LABEL_PREFIX:
+                labels[field[2:]] = _text(raw_value)
             else:
-                pending.append((field, int(value)))
+                pending.append((field, int(raw_value)))
         cursor, version, seq, pmaxts = (int(x or 0) for x in (cursor, version, seq, pmaxts))
         groups, count = _groups(pending, labels, seq)
         return RoundInput(

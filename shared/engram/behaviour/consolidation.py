@@ -49,6 +49,10 @@ def fact_content(category: FactCategory, label: str, subject: str) -> str:
     return f"Recurring issue: {name}"
 
 
+def _rank_key(fact: Fact) -> tuple[float, str]:
+    return (-fact.confidence * fact.reinforcement_count, fact.subject)
+
+
 def with_current_confidence(
     facts: Sequence[Fact], decay: DecayStrategy, now: int, *, copy: bool = True
 ) -> list[Fact]:
@@ -61,11 +65,11 @@ def with_current_confidence(
         current = decay.apply(fact, now)
         if current >= decay.expiry_threshold:
             if copy:
-                out.append(fact.model_copy(update={"confidence": current}))
+                out.append(fact.evolve(confidence=current))
             else:
-                fact.confidence = current
+                fact.__dict__["confidence"] = current  # trusted: a value decay computed
                 out.append(fact)
-    out.sort(key=lambda f: (-f.rank(), f.subject))
+    out.sort(key=_rank_key)
     return out
 
 
@@ -104,7 +108,7 @@ def plan_round(
             continue  # already reinforced by these very observations (crash rerun)
         else:
             fact = decay.reinforce(current, group.quality(), now=now)  # a new object
-            fact.round_cursor = round_cursor
+            fact.__dict__["round_cursor"] = round_cursor  # trusted, and ours alone
         by_subject[group.subject] = fact
         upserts.append(fact)
     deletes: list[str] = []

@@ -81,13 +81,11 @@ class ExponentialDecay:
         return value
 
     def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
-        return fact.model_copy(
-            update={
-                "confidence": min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
-                "reinforcement_count": fact.reinforcement_count + 1,
-                "last_reinforced_at": now,
-                "updated_at": now,
-            }
+        return fact.evolve(
+            confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
+            reinforcement_count=fact.reinforcement_count + 1,
+            last_reinforced_at=now,
+            updated_at=now,
         )
 
     def new_fact_ease(self) -> float | None:
@@ -125,9 +123,12 @@ class AdaptiveDecay(ExponentialDecay):
         return _days(fact, now) / self.ease_of(fact)
 
     def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
-        reinforced = super().reinforce(fact, quality, now=now)
-        return reinforced.model_copy(
-            update={"ease_factor": self.next_ease(self.ease_of(fact), quality)}
+        return fact.evolve(
+            confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
+            reinforcement_count=fact.reinforcement_count + 1,
+            last_reinforced_at=now,
+            updated_at=now,
+            ease_factor=self.next_ease(self.ease_of(fact), quality),
         )
 
     def new_fact_ease(self) -> float | None:

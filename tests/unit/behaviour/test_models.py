@@ -141,3 +141,28 @@ def test_fact_keys_per_type(make_obs: Any) -> None:
     assert observation_to_fact_key(make_obs("query_pattern", "royalty"))[1] == (
         "domain_preference:royalty"
     )
+
+
+def test_fact_evolve_is_a_trusted_copy_equal_to_model_copy() -> None:
+    from engram.behaviour.models import Fact, FactCategory
+
+    fact = Fact(
+        id="fact:tool_affinity:x",
+        identity_id="t:u",
+        category=FactCategory.TOOL_AFFINITY,
+        subject="tool_affinity:x",
+        content='Tool "x" works well for this user',
+        confidence=0.5,
+        reinforcement_count=1,
+        last_reinforced_at=1,
+        created_at=1,
+        updated_at=1,
+    )
+    changes: dict[str, Any] = {"confidence": 0.6, "reinforcement_count": 2, "round_cursor": 9}
+    evolved = fact.evolve(**changes)
+    assert evolved == fact.model_copy(update=changes)
+    assert evolved.to_storage_json() == fact.model_copy(update=changes).to_storage_json()
+    assert fact.confidence == 0.5  # the original is untouched
+    assert fact.round_cursor is None
+    with pytest.raises(AttributeError, match="confidance"):
+        fact.evolve(confidance=0.7)
