@@ -1,0 +1,148 @@
+"""Application services over in-memory fakes: session degradation and budgets, ingest ids,
+the erasure log."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import fakeredis
+import pytest
+
+from engram.adapters.erasure_log import InMemoryErasureLog, RedisErasureLog
+from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
+from engram.adapters.inmemory_memories import InMemoryMemoryStore
+from engram.api.models import EventsRequest, ObservationsRequest
+from engram.behaviour.models import Observation
+from engram.behaviour.service import BehaviourService
+from engram.clock import FakeClock
+from engram.errors import InvalidInput, Unavailable
+from engram.identity import Caller
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+from engram.use_cases.ingest import IngestService
+from engram.use_cases.session import SessionService
+
+ALICE = Caller(user_id="alice", team_id="acme")
+
+
+class Queue:
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+
+    def send(self, bodies: Sequence[str]) -> int:
+        self.bodies.extend(bodies)
+        return len(bodies)
+
+
+def services() -> tuple[BehaviourService, MemoryService]:
+    clock = FakeClock()
+    store = InMemoryMemoryStore(clock)
+    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    behaviour = BehaviourService(InMemoryBehaviourStore(clock=clock), clock=clock)
+    return behaviour, memories
+
+
+def test_session_has_both_sections_in_order() -> None:
+    behaviour, memories = services()
+    memories.save(ALICE, key="editor", value="helix")
+    behaviour.record(
+        ALICE.identity_id,
+        [
+            Observation(
+                identity_id=ALICE.identity_id,
+                type="query_pattern",
+                content="Asked about royalty",
+                metadata={"domain": "royalty", "query": "royalty"},
+                created_at=1,
+            )
+        ],
+    )
+    response, load = SessionService(behaviour, memories).start(ALICE)
+    assert load.degraded == response.degraded == []
+    assert response.prompt == f"{response.sections.facts}\n\n{response.sections.memories}"
+    assert response.prompt.index("royalty") < response.prompt.index("helix")
+
+
+class SlowMemories(MemoryService):
+    def __init__(self, inner: MemoryService, gate: threading.Event) -> None:
+        self.__dict__.update(inner.__dict__)
+        self.gate = gate
+
+    def recall(self, caller: Caller, **kwargs: Any) -> list[Any]:
+        self.gate.wait(5)
+        return super().recall(caller, **kwargs)
+
+
+class BrokenMemories(MemoryService):
+    def __init__(self, inner: MemoryService) -> None:
+        self.__dict__.update(inner.__dict__)
+
+    def recall(self, caller: Caller, **kwargs: Any) -> list[Any]:
+        raise Unavailable("PostgreSQL is unavailable")
+
+
+def test_slow_recall_degrades_to_memories_timeout() -> None:
+    behaviour, memories = services()
+    gate = threading.Event()
+    service = SessionService(behaviour, SlowMemories(memories, gate), budget_ms=50)
+    try:
+        response, _ = service.start(ALICE)
+    finally:
+        gate.set()
+        service.close()
+    assert response.degraded == ["memories:timeout"]
+    assert response.memories == []
+
+
+def test_failing_recall_degrades_to_memories_unavailable() -> None:
+    behaviour, memories = services()
+    response, _ = SessionService(behaviour, BrokenMemories(memories)).start(ALICE)
+    assert response.degraded == ["memories:unavailable"]
+    assert response.sections.memories == ""
+
+
+def test_ingest_ids_are_deterministic_and_keyed() -> None:
+    queue = Queue()
+    ingest = IngestService(queue, clock=FakeClock())
+    request = ObservationsRequest.model_validate(
+        {
+            "observations": [
+                {
+                    "type": "tool_success",
+                    "content": "ok",
+                    "metadata": {"toolName": "t", "durationMs": 1},
+                }
+            ]
+        }
+    )
+    first = ingest.accept_observations(ALICE, request)
+    assert first.ids == ingest.accept_observations(ALICE, request).ids
+    assert first.ids != ingest.accept_observations(ALICE, request, idempotency_key="a").ids
+    bob = Caller(user_id="bob", team_id="acme")
+    assert first.ids != ingest.accept_observations(bob, request).ids
+    with pytest.raises(InvalidInput) as err:
+        ingest.accept_observations(ALICE, request, idempotency_key="x" * 200)
+    assert err.value.field == "Idempotency-Key"
+
+
+def test_ingest_without_a_queue_is_unavailable() -> None:
+    events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
+    with pytest.raises(Unavailable):
+        IngestService(None).accept_events(ALICE, events)
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_erasure_log(kind: str) -> None:
+    log = InMemoryErasureLog() if kind == "memory" else RedisErasureLog(fakeredis.FakeRedis())
+    log.record("acme", "alice", 100)
+    log.record("acme", "bob", 50)
+    assert log.erased_since("acme", "alice", 100)
+    assert not log.erased_since("acme", "alice", 101)
+    assert not log.erased_since("other", "alice", 0)
+    pending = log.pending_purges(after=None, limit=10)
+    assert [(r.user_id, r.erased_at_ms) for r in pending] == [("bob", 50), ("alice", 100)]
+    assert [r.user_id for r in log.pending_purges(after=pending[0].key, limit=10)] == ["alice"]
+    log.mark_purged("acme", "bob", 50)
+    assert [r.user_id for r in log.pending_purges(after=None, limit=10)] == ["alice"]
