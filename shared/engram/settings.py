@@ -17,12 +17,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """Engram configuration (env prefix ``ENGRAM_``)."""
 
-    model_config = SettingsConfigDict(env_prefix="ENGRAM_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="ENGRAM_", extra="ignore", frozen=True, use_attribute_docstrings=True
+    )
 
     # --- general -------------------------------------------------------------------------
     stage: str = "local"
+    """Deployment stage name (local, dev, staging, prod); tags logs and metrics."""
     service_name: str = "engram"
+    """Service name in logs, traces and metrics."""
     log_level: str = "INFO"
+    """Log level of the JSON logs."""
 
     # --- Redis (behavioural memory) ------------------------------------------------------
     redis_url: str | None = Field(
@@ -31,21 +36,32 @@ class Settings(BaseSettings):
         description="redis:// or rediss:// URL; unset locally means an embedded Redis.",
     )
     redis_username: str | None = None
+    """Redis ACL user (ElastiCache RBAC)."""
     redis_password: SecretStr | None = None
+    """Redis password / auth token (ElastiCache)."""
     redis_tls: bool = False
+    """Use TLS even when the URL says redis:// (a rediss:// URL always does)."""
     redis_socket_timeout_ms: int = Field(default=250, ge=1, le=10_000)
+    """Redis socket read/write timeout; sub-second to fit the session budget."""
     redis_connect_timeout_ms: int = Field(default=250, ge=1, le=10_000)
+    """Redis connect timeout."""
     redis_max_connections: int = Field(default=16, ge=1, le=1024)
+    """Redis connection pool size per process."""
     redis_key_prefix: str = Field(default="engram", min_length=1, max_length=32)
+    """Prefix of every Redis key (keys also carry a {identity} hash tag)."""
 
     # --- behavioural memory --------------------------------------------------------------
     consolidation_budget_ms: int = Field(default=500, ge=10, le=30_000)
+    """Time budget of the consolidation at session start; past it the session degrades."""
     decay: Literal["exponential", "adaptive"] = "exponential"
+    """Confidence decay strategy: exponential (0.95/day) or adaptive (SM-2 ease factor)."""
     prompt_token_budget: int = Field(default=300, ge=20, le=4000)
+    """Token budget of the facts section of the prompt."""
     emission_rules_file: Path | None = Field(
         default=None, description="JSON file overriding domain regexes, meta tools, entity rules."
     )
     observation_retention_days: int = Field(default=30, ge=1)
+    """Observations older than this are pruned."""
     identity_ttl_days: int = Field(default=90, ge=1, description="Redis key TTL backstop.")
 
     # --- PostgreSQL (explicit memories) --------------------------------------------------
@@ -53,60 +69,116 @@ class Settings(BaseSettings):
         default=None, description="postgresql:// URL; unset locally means embedded PostgreSQL."
     )
     database_secret_arn: str | None = None
+    """Secrets Manager secret with the database credentials (AWS; rotated)."""
     database_connect_timeout_s: int = Field(default=3, ge=1, le=60)
+    """PostgreSQL connect timeout."""
     database_statement_timeout_ms: int = Field(default=2000, ge=10, le=600_000)
+    """PostgreSQL statement timeout."""
     database_pool_min: int = Field(default=0, ge=0)
+    """Minimum PostgreSQL pool size."""
     database_pool_max: int = Field(default=4, ge=1)
+    """Maximum PostgreSQL pool size."""
     embedding_dimensions: int = Field(default=1024, ge=2, le=16_000)
+    """Embedding vector dimensions; fixed when `engram migrate` first runs."""
 
     # --- explicit memories ---------------------------------------------------------------
     memory_enabled: bool = True
+    """Global switch for explicit memories (off: saves refused, recall empty)."""
     memory_hint_max_chars: int = Field(default=6000, ge=200, le=100_000)
+    """Character cap of the memories section of the prompt."""
     embedder: Literal["none", "bedrock"] = "none"
+    """none (keyword recall) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
+    """Bedrock embedding model."""
     extractor: Literal["rules", "bedrock"] = "rules"
+    """Transcript extractor: rules (deterministic, offline) or bedrock (Converse)."""
     bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    """Bedrock model used by the Converse extractor."""
     max_memories_per_user: int = Field(default=5000, ge=1)
+    """Quota of user-scope memories per user (429 past it)."""
     extraction_max_tokens: int = Field(default=2048, ge=64, le=32_000)
+    """Max output tokens of one Bedrock extraction call."""
     extraction_max_receives: int = Field(default=5, ge=1, le=100)
+    """Deliveries of a transcript before it is dead-lettered."""
     extraction_batch_size: int = Field(default=10, ge=1, le=100)
+    """Transcripts taken from the queue per maintenance run step."""
 
     # --- queues --------------------------------------------------------------------------
     ingest_queue_url: str | None = None
+    """SQS queue of accepted observations (AWS)."""
     extraction_queue_url: str | None = None
+    """SQS queue of transcripts awaiting extraction (AWS)."""
     extraction_dlq_url: str | None = None
+    """Dead-letter queue of transcripts that kept failing (AWS)."""
     aws_region: str = Field(
-        default="us-east-1", validation_alias=AliasChoices("ENGRAM_AWS_REGION", "AWS_REGION")
+        default="us-east-1",
+        validation_alias=AliasChoices("ENGRAM_AWS_REGION", "AWS_REGION"),
+        description="AWS region of SQS, Secrets Manager and Bedrock clients.",
     )
 
     # --- identity ------------------------------------------------------------------------
     team_claim: str = "custom:team"
+    """JWT claim holding the caller's team."""
     groups_claim: str = "cognito:groups"
+    """JWT claim holding the caller's groups."""
     admin_group: str = "engram-admins"
+    """Group whose members are global admins."""
     team_admin_group: str = "engram-team-admins"
+    """Group whose members administer their own team."""
     service_scope: str = "engram/service"
+    """OAuth scope that marks a service (machine) token."""
     act_as_header: str = "x-engram-user"
+    """Header a service token uses to act for a user of its team."""
 
     # --- limits --------------------------------------------------------------------------
     observations_per_minute: int = Field(default=600, ge=1)
+    """Per-identity ingest rate limit (429 with Retry-After past it)."""
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    """Largest request body accepted (413 past it)."""
 
     # --- local service -------------------------------------------------------------------
     host: str = "127.0.0.1"
+    """Local service bind address."""
     port: int = Field(default=8000, ge=0, le=65535)
+    """Local service port."""
     data_dir: Path = Path(".engram")
+    """Local state: embedded PostgreSQL data and the dev signing key."""
     local_audience: str = "engram-local"
+    """Audience of dev tokens issued and checked by the local service."""
     maintenance_interval_s: int = Field(default=60, ge=1)
+    """Local service: seconds between maintenance runs."""
 
     # --- scheduled maintenance -----------------------------------------------------------
     maintenance_sweep_idle_days: int = Field(default=7, ge=1)
+    """Identities idle this long get their expired facts swept."""
     maintenance_erasure_settle_days: int = Field(default=14, ge=1)
+    """Days an erasure keeps being re-checked for late leftovers."""
     maintenance_max_jobs_per_run: int = Field(default=50, ge=1)
+    """Transcripts extracted per maintenance run at most."""
     maintenance_safety_margin_ms: int = Field(default=10_000, ge=0)
+    """A maintenance run stops this long before the Lambda timeout."""
     maintenance_max_run_ms: int = Field(default=840_000, ge=1000)
+    """Longest a maintenance run works, whatever the Lambda timeout."""
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """Settings read once per process (Lambda execution environment)."""
     return Settings()
+
+
+def env_name(field: str) -> str:
+    return f"ENGRAM_{field.upper()}"
+
+
+def markdown_table() -> str:
+    """The README's configuration table, generated from the model."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, info in Settings.model_fields.items():
+        default = "" if info.default is None else f"`{info.default}`"
+        rows.append(f"| `{env_name(name)}` | {default} | {info.description or ''} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
