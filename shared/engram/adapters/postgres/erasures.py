@@ -1,0 +1,79 @@
+"""The erasure log on PostgreSQL (``engram.maintenance.ports.ErasureLog``).
+
+Table ``erasures`` (migration 0002): one row per erasure, ``purged_at`` set once the
+maintenance job has stopped re-checking it. Row-level security as for memories: a tenant
+records and reads its own team's rows (``DELETE /v1/me`` records the caller's erasure; the
+extraction drain asks about one user). The job's cross-team reads go through two
+``SECURITY DEFINER`` functions, ``engram_pending_erasures`` (keyset-paged, ids and times only)
+and ``engram_mark_erasure_purged``, called from a transaction that acts in no team, so the
+application role never sees another team's rows directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from engram.adapters.postgres.pool import Database
+from engram.clock import Clock, SystemClock
+from engram.maintenance.models import ErasureRecord
+from engram.memories.ports import AccessContext
+
+#: The context of the job's cross-team calls: no team, so RLS shows no row.
+_NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _ts(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def _ms(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(milliseconds=1)
+
+
+class PostgresErasureLog:
+    """``ErasureLog`` over :class:`Database`. Errors: ``Unavailable`` when PostgreSQL is
+    down or slow (from ``Database.tenant``)."""
+
+    def __init__(self, db: Database, *, clock: Clock | None = None) -> None:
+        self._db = db
+        self._clock = clock or SystemClock()
+
+    def record(self, team_id: str, user_id: str, at_ms: int) -> None:
+        """Idempotent: recording the same erasure twice keeps one row."""
+        with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:
+            conn.execute(
+                "INSERT INTO erasures (team_id, user_id, erased_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (team_id, user_id, _ts(at_ms)),
+            )
+
+    def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool:
+        with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s "
+                "AND erased_at >= %s)",
+                (team_id, user_id, _ts(since_ms)),
+            ).fetchone()
+        return bool(row and row[0])
+
+    def pending_purges(
+        self, *, after: tuple[int, str, str] | None, limit: int
+    ) -> Sequence[ErasureRecord]:
+        at, team, user = (None, None, None) if after is None else (_ts(after[0]), *after[1:])
+        with self._db.tenant(_NO_TEAM) as conn:
+            rows = conn.execute(
+                "SELECT team_id, user_id, erased_at FROM engram_pending_erasures(%s, %s, %s, %s)",
+                (at, team, user, limit),
+            ).fetchall()
+        return [ErasureRecord(team_id=t, user_id=u, erased_at_ms=_ms(e)) for t, u, e in rows]
+
+    def mark_purged(self, team_id: str, user_id: str, at_ms: int) -> None:
+        with self._db.tenant(_NO_TEAM) as conn:
+            conn.execute(
+                "SELECT engram_mark_erasure_purged(%s, %s, %s, %s)",
+                (team_id, user_id, _ts(at_ms), _ts(self._clock.now_ms())),
+            )
