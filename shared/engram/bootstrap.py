@@ -215,9 +215,9 @@ class Container:
     @property
     def sqs(self) -> Any:
         def make() -> Any:
-            import boto3
+            from engram.adapters.sqs import sqs_client
 
-            return boto3.client("sqs", region_name=self.settings.aws_region)
+            return sqs_client(self.settings.aws_region)
 
         return self._part("sqs", make)
 

@@ -29,6 +29,13 @@ class SqsClient(Protocol):
     ) -> Mapping[str, Any]: ...
 
 
+def sqs_client(region: str | None = None) -> Any:
+    """A boto3 SQS client (boto3 imported here, not at module import)."""
+    import boto3
+
+    return boto3.client("sqs", region_name=region)
+
+
 class SqsSender:
     """Sends message bodies to one queue (implements ``engram.use_cases.ports.MessageQueue``)."""
 
