@@ -21,7 +21,7 @@ part                   built from
 ``sqs``                a boto3 SQS client (or the injected ``LocalSqs``)
 ``ingest_queue``       ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
 ``extraction_queue``   ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
-``erasure_log``        ``RedisErasureLog`` on the same Redis
+``erasure_log``        ``PostgresErasureLog`` (who was erased when; read by maintenance)
 ``ingest``, ``sessions``, ``me``   the application services of ``engram.use_cases``
 =====================  =================================================================
 """
@@ -39,15 +39,15 @@ from engram.clock import Clock, SystemClock
 from engram.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from engram.adapters.erasure_log import RedisErasureLog
     from engram.adapters.postgres.pool import Database
     from engram.adapters.secrets import SecretsClient
     from engram.behaviour.service import BehaviourService
+    from engram.maintenance.ports import ErasureLog
     from engram.memories.ports import Embedder
     from engram.memories.service import MemoryService
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
-    from engram.use_cases.ports import ErasureRecorder, MessageQueue
+    from engram.use_cases.ports import MessageQueue
     from engram.use_cases.session import SessionService
 
 _log = logging.getLogger("engram.bootstrap")
@@ -73,7 +73,7 @@ class Container:
         secrets: SecretsClient | None = None,
         ingest_queue: MessageQueue | None = _UNSET,
         extraction_queue: MessageQueue | None = _UNSET,
-        erasure_log: ErasureRecorder | None = None,
+        erasure_log: ErasureLog | None = None,
         migrate: bool | None = None,
         extraction_queue_url: str | None = None,
     ) -> None:
@@ -153,11 +153,11 @@ class Container:
         return self._part("behaviour", make)
 
     @property
-    def erasure_log(self) -> RedisErasureLog:
-        def make() -> RedisErasureLog:
-            from engram.adapters.erasure_log import RedisErasureLog
+    def erasure_log(self) -> ErasureLog:
+        def make() -> ErasureLog:
+            from engram.adapters.postgres.erasures import PostgresErasureLog
 
-            return RedisErasureLog(self.redis, prefix=self.settings.redis_key_prefix)
+            return PostgresErasureLog(self.database, clock=self.clock)
 
         return self._part("erasure_log", make)
 

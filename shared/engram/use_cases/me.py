@@ -1,13 +1,13 @@
 """The caller's own data across both stores: export (``GET /v1/me/export``) and erasure
 (``DELETE /v1/me``).
 
-Erasure order: (1) record the erasure in the erasure log — so the extraction drain never turns
-a transcript queued before it into memories, and the maintenance job purges observations that
-SQS delivers late; (2) erase the behavioural memory in Redis (observations, facts, checkpoint
-and the observation-id records that make ingestion idempotent); (3) erase the user's memories
-in PostgreSQL (scopes ``user`` and ``persona_user``). A store that is down gives 503 after the
-erasure was recorded; the client retries (every step is idempotent) and the maintenance job's
-purge is the backstop.
+Erasure order: (1) record the erasure in the erasure log (PostgreSQL), so the extraction drain
+never turns a transcript queued before it into memories and the maintenance job purges
+observations SQS delivers late; (2) erase the behavioural memory in Redis (observations,
+facts, checkpoint and the observation-id records that make ingestion idempotent); (3) erase the
+user's memories in PostgreSQL (scopes ``user`` and ``persona_user``). With PostgreSQL down the
+answer is 503 before anything is erased; with Redis down, 503 after the erasure was recorded.
+The client retries (every step is idempotent) and the maintenance job's purge is the backstop.
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import fakeredis
 import pytest
 
-from engram.adapters.erasure_log import InMemoryErasureLog, RedisErasureLog
+from engram.adapters.erasure_log import InMemoryErasureLog
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.models import EventsRequest, ObservationsRequest
@@ -133,9 +132,8 @@ def test_ingest_without_a_queue_is_unavailable() -> None:
         IngestService(None).accept_events(ALICE, events)
 
 
-@pytest.mark.parametrize("kind", ["memory", "redis"])
-def test_erasure_log(kind: str) -> None:
-    log = InMemoryErasureLog() if kind == "memory" else RedisErasureLog(fakeredis.FakeRedis())
+def test_in_memory_erasure_log() -> None:
+    log = InMemoryErasureLog()
     log.record("acme", "alice", 100)
     log.record("acme", "bob", 50)
     assert log.erased_since("acme", "alice", 100)
