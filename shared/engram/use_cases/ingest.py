@@ -10,6 +10,9 @@ without one, from a digest of the caller and the request body. A client that ret
 observation id — stores each exactly once. (Two byte-identical bodies from the same user
 without an ``Idempotency-Key`` are treated as one request.)
 
+With a ``limiter`` (``Settings.observations_per_minute``), a request is admitted whole or
+refused whole with 429 before anything is queued.
+
 One SQS message carries one observation (camelCase JSON of ``engram.behaviour.models
 .Observation``), so the consumer can fail and retry records one by one.
 """
@@ -29,7 +32,7 @@ from engram.clock import Clock, SystemClock
 from engram.errors import InvalidInput, Unavailable
 from engram.extraction.models import TranscriptJob
 from engram.identity import Caller
-from engram.use_cases.ports import MessageQueue
+from engram.use_cases.ports import Limiter, MessageQueue
 
 MAX_IDEMPOTENCY_KEY_CHARS = 128
 
@@ -70,8 +73,10 @@ class IngestService:
         extraction_queue: MessageQueue | None = None,
         rules: EmissionRules | None = None,
         clock: Clock | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         self.queue = queue
+        self.limiter = limiter
         self.extraction_queue = extraction_queue
         self.rules = rules or EmissionRules()
         self.clock = clock or SystemClock()
@@ -81,7 +86,9 @@ class IngestService:
             raise Unavailable(f"no {what} queue is configured")
         queue.send(bodies)
 
-    def _queue(self, observations: Sequence[Observation]) -> Accepted:
+    def _queue(self, caller: Caller, observations: Sequence[Observation]) -> Accepted:
+        if self.limiter is not None and observations:
+            self.limiter.check(caller.identity_id, cost=len(observations))
         bodies = [o.model_dump_json(by_alias=True, exclude_none=True) for o in observations]
         if bodies:
             self._send(self.queue, bodies, "ingest")
@@ -97,7 +104,7 @@ class IngestService:
             item.setdefault("id", _derived_id(batch, index))
             item.setdefault("createdAt", now)
         observations = parse_observations(items, identity_id=caller.identity_id)
-        return self._queue(observations)
+        return self._queue(caller, observations)
 
     def accept_events(
         self, caller: Caller, request: EventsRequest, *, idempotency_key: str | None = None
@@ -111,7 +118,7 @@ class IngestService:
         observations = observations_from_events(
             caller.identity_id, events, now_ms=self.clock.now_ms(), rules=self.rules, batch_id=batch
         )
-        return self._queue(observations)
+        return self._queue(caller, observations)
 
     def queue_transcript(
         self, caller: Caller, conversation_id: str, request: TranscriptRequest

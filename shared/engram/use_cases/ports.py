@@ -14,6 +14,13 @@ class MessageQueue(Protocol):
         ...
 
 
+class Limiter(Protocol):
+    """Admits ``cost`` units for an identity or raises ``engram.errors.RateLimited`` (429);
+    e.g. ``engram.ratelimit.RateLimiter``."""
+
+    def check(self, identity_id: str, cost: int = 1) -> object: ...
+
+
 class ErasureRecorder(Protocol):
     """The write side of ``engram.maintenance.ports.ErasureLog``."""
 

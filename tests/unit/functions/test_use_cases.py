@@ -16,7 +16,7 @@ from engram.api.models import EventsRequest, ObservationsRequest
 from engram.behaviour.models import Observation
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
-from engram.errors import InvalidInput, Unavailable
+from engram.errors import InvalidInput, RateLimited, Unavailable
 from engram.identity import Caller
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -144,3 +144,15 @@ def test_in_memory_erasure_log() -> None:
     assert [r.user_id for r in log.pending_purges(after=pending[0].key, limit=10)] == ["alice"]
     log.mark_purged("acme", "bob", 50)
     assert [r.user_id for r in log.pending_purges(after=None, limit=10)] == ["alice"]
+
+
+def test_a_refused_rate_limit_queues_nothing() -> None:
+    class Refuse:
+        def check(self, identity_id: str, cost: int = 1) -> object:
+            raise RateLimited(f"{identity_id} over by {cost}", retry_after_s=3)
+
+    queue = Queue()
+    events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
+    with pytest.raises(RateLimited):
+        IngestService(queue, limiter=Refuse()).accept_events(ALICE, events)
+    assert queue.bodies == []
