@@ -258,15 +258,11 @@ class Container:
         def make() -> SessionService:
             from engram.use_cases.session import SessionService
 
-            memories: MemoryService | None
-            try:
-                memories = self.memories
-            except Exception:  # no database configured / reachable at build time: degrade
-                _log.warning("memories unavailable for sessions", exc_info=True)
-                memories = None
+            # a provider, not the service: building it (database URL, secret) happens on the
+            # first session's worker thread, and a failure there degrades only that session
             return SessionService(
                 self.behaviour,
-                memories,
+                lambda: self.memories,
                 budget_ms=self.settings.consolidation_budget_ms,
                 hint_max_chars=self.settings.memory_hint_max_chars,
             )

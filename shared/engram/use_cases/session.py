@@ -17,6 +17,7 @@ import concurrent.futures as cf
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.api.models import SessionResponse, SessionSections
@@ -45,7 +46,7 @@ class SessionService:
     def __init__(
         self,
         behaviour: BehaviourService,
-        memories: MemoryService | None,
+        memories: MemoryService | Callable[[], MemoryService] | None,
         *,
         budget_ms: int = 500,
         hint_max_chars: int = DEFAULT_MAX_CHARS,
@@ -65,14 +66,20 @@ class SessionService:
                 self._pool = cf.ThreadPoolExecutor(self._workers, "engram-recall")
             return self._pool
 
+    def _memories(self) -> MemoryService:
+        """The memory service (a provider is called each time, so a failure to build it —
+        e.g. the database secret unreadable — is retried at the next session)."""
+        memories = self.memories
+        if memories is None:
+            raise RuntimeError("no memory service")
+        return memories if isinstance(memories, MemoryService) else memories()
+
     def _recall(self, caller: Caller, persona_id: str | None, query: str | None) -> Recalled:
-        assert self.memories is not None
-        top = self.memories.recall(
-            caller, query="", max_results=HINT_RECALL_LIMIT, persona_id=persona_id
-        )
+        service = self._memories()
+        top = service.recall(caller, query="", max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
         hint = build_memory_hint(top, self.hint_max_chars)
         if query:
-            found = self.memories.recall(
+            found = service.recall(
                 caller, query=query, max_results=SESSION_MEMORIES, persona_id=persona_id
             )
         else:
