@@ -16,13 +16,16 @@ part                   built from
                        secret ``ENGRAM_DATABASE_SECRET_ARN`` when set; without a URL the
                        embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
 ``database``           ``engram.adapters.postgres.pool.Database`` (lazy pool)
-``memories``           ``MemoryService`` on ``PostgresMemoryStore`` (+ Bedrock embedder when
+``memory_store``       ``PostgresMemoryStore`` (memories, personas, team settings)
+``memories``           ``MemoryService`` on it (+ Bedrock embedder when
                        ``ENGRAM_EMBEDDER=bedrock``)
 ``sqs``                a boto3 SQS client (or the injected ``LocalSqs``)
 ``ingest_queue``       ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
 ``extraction_queue``   ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
 ``erasure_log``        ``PostgresErasureLog`` (who was erased when; read by maintenance)
-``ingest``, ``sessions``, ``me``   the application services of ``engram.use_cases``
+``ingest``             ``IngestService`` (the ingest function)
+``sessions``           ``SessionService`` (the session function)
+``me``                 ``MeService``: export and erasure across both stores
 =====================  =================================================================
 """
 
@@ -40,6 +43,7 @@ from engram.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from engram.adapters.postgres.pool import Database
+    from engram.adapters.postgres.store import PostgresMemoryStore
     from engram.adapters.secrets import SecretsClient
     from engram.behaviour.service import BehaviourService
     from engram.maintenance.ports import ErasureLog
@@ -194,9 +198,20 @@ class Container:
         return self._part("database", make)
 
     @property
+    def memory_store(self) -> PostgresMemoryStore:
+        """The PostgreSQL ``MemoryStore`` + ``PersonaStore`` under ``memories`` (also what
+        the maintenance job's retention and erasure backstop run on)."""
+
+        def make() -> PostgresMemoryStore:
+            from engram.adapters.postgres.store import PostgresMemoryStore
+
+            return PostgresMemoryStore(self.database, self.clock)
+
+        return self._part("memory_store", make)
+
+    @property
     def memories(self) -> MemoryService:
         def make() -> MemoryService:
-            from engram.adapters.postgres.store import PostgresMemoryStore
             from engram.memories.service import MemoryService
 
             embedder = self._embedder
@@ -204,7 +219,7 @@ class Container:
                 from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
 
                 embedder = BedrockTitanEmbedder.from_settings(self.settings)
-            store = PostgresMemoryStore(self.database, self.clock)
+            store = self.memory_store
             return MemoryService(
                 store, store, embedder=embedder, settings=self.settings, clock=self.clock
             )
