@@ -116,3 +116,26 @@ def test_health_is_public_and_ok(stack: Any) -> None:
     assert res.status == 200
     assert res.body["status"] == "ok"
     assert (res.body["redis"], res.body["postgres"]) == ("ok", "ok")
+
+
+def test_erasure_with_postgres_unreachable_is_503_and_erases_nothing(
+    redis_url: str, tmp_path: Path, make: Any
+) -> None:
+    settings = settings_for(redis_url, dead_database_url(), tmp_path)
+    stack = make(settings)
+    stack.call("POST /v1/events", body={"events": [{"kind": "query", "text": "royalty report"}]})
+    stack.deliver()
+    res = stack.call("DELETE /v1/me")
+    assert res.status == 503
+    assert len(stack.container.behaviour.export("acme:alice")["observations"]) == 1
+
+
+def test_transcript_is_503_when_the_extraction_queue_refuses(stack: Any) -> None:
+    stack.extraction_queue.fail_sends = lambda entry: True
+    res = stack.call(
+        "POST /v1/conversations/{conversationId}/transcript",
+        body={"messages": [{"role": "user", "content": "hi"}]},
+        path={"conversationId": "c1"},
+    )
+    assert res.status == 503
+    assert stack.extraction_queue.pending() == 0
