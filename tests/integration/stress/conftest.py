@@ -1,0 +1,203 @@
+"""The stress tier: the local service (``engram serve``'s app) driven over real HTTP, with its
+Redis and PostgreSQL optionally behind a ``FaultProxy``.
+
+``Live`` is the app of ``engram.local.routes.build_app`` served by ``LocalService`` on a free
+loopback port, in this process (so a test can reach its SQS stand-in), over a real
+redis-server and the embedded PostgreSQL. ``ledger()`` reads, straight from Redis, what the
+behavioural store holds for an identity, so tests can reconcile every 202 against it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+import redis
+
+from engram.adapters.postgres.migrate import apply_migrations
+from engram.adapters.redis_behaviour import decode_member
+from engram.bootstrap import set_container
+from engram.local.routes import LocalApp, build_app
+from engram.local.server import LocalService
+from engram.local.sqs import LocalQueue
+from engram.local.tokens import TokenSigner
+from engram.settings import Settings
+from tests.support.faultproxy import FaultProxy
+
+T = TypeVar("T")
+PREFIX = "engram"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_powertools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+
+
+def eventually(probe: Callable[[], T], *, timeout_s: float = 20.0, every_s: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout_s} s (last: {value!r})")
+        time.sleep(every_s)
+
+
+@dataclass
+class Ledger:
+    """What Redis holds for one identity's behavioural memory."""
+
+    seq: int
+    cursor: int
+    ids_by_seq: dict[str, int]
+    """``obsid`` hash: observation id -> arrival seq (0 = pruned tombstone)."""
+    logged_ids: list[str]
+    """Observation ids in the ``obs`` log, one per stored member (duplicates would repeat)."""
+    facts: dict[str, dict[str, Any]]
+
+    def consolidated(self, obs_id: str) -> bool:
+        return 0 < self.ids_by_seq.get(obs_id, 0) <= self.cursor
+
+    def pending(self, obs_id: str) -> bool:
+        return self.ids_by_seq.get(obs_id, 0) > self.cursor
+
+
+def ledger(client: redis.Redis, identity_id: str, prefix: str = PREFIX) -> Ledger:
+    tag = "{" + identity_id + "}"
+    state = client.hgetall(f"{prefix}:state:{tag}")
+    ids = client.hgetall(f"{prefix}:obsid:{tag}")
+    members = client.zrange(f"{prefix}:obs:{tag}", 0, -1)
+    facts = client.hgetall(f"{prefix}:facts:{tag}")
+    return Ledger(
+        seq=int(state.get(b"seq", 0)),
+        cursor=int(state.get(b"cursor", 0)),
+        ids_by_seq={k.decode(): int(v) for k, v in ids.items()},
+        logged_ids=[json.loads(decode_member(m))["id"] for m in members],
+        facts={k.decode(): json.loads(v) for k, v in facts.items()},
+    )
+
+
+def assert_exactly_once(book: Ledger, accepted: list[str]) -> None:
+    """Every accepted id is stored once (consolidated or pending), and nothing else is."""
+    assert len(set(accepted)) == len(accepted), "the service handed out the same id twice"
+    assert sorted(book.logged_ids) == sorted(accepted), "log differs from the accepted ids"
+    assert set(book.ids_by_seq) == set(accepted)
+    seqs = [book.ids_by_seq[i] for i in accepted]
+    assert len(set(seqs)) == len(seqs)
+    assert all(book.consolidated(i) or book.pending(i) for i in accepted)
+
+
+@dataclass
+class Live:
+    settings: Settings
+    app: LocalApp
+    service: LocalService
+    signer: TokenSigner
+    redis_url: str
+    _clients: list[httpx.Client] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.service.url
+
+    @property
+    def queue(self) -> LocalQueue:
+        assert self.app.ingest_queue is not None
+        return self.app.ingest_queue
+
+    def token(self, user: str = "alice", team: str = "acme", **kwargs: Any) -> str:
+        return self.signer.issue(user, team, **kwargs)
+
+    def http(self, token: str | None = None, **headers: str) -> httpx.Client:
+        hdrs = dict(headers)
+        if token is not None:
+            hdrs["Authorization"] = f"Bearer {token}"
+        client = httpx.Client(base_url=self.url, headers=hdrs, timeout=30.0)
+        self._clients.append(client)
+        return client
+
+    def user(self, user: str = "alice", team: str = "acme", **kwargs: Any) -> httpx.Client:
+        return self.http(self.token(user, team, **kwargs))
+
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url, socket_timeout=5)
+
+    def ledger(self, identity_id: str) -> Ledger:
+        client = self.redis()
+        try:
+            return ledger(client, identity_id, self.settings.redis_key_prefix)
+        finally:
+            client.close()
+
+    def stop(self) -> bool:
+        for c in self._clients:
+            c.close()
+        ok = self.service.stop()
+        set_container(None)
+        return ok
+
+
+def start_live(redis_url: str, database_url: str, data_dir: Path, **overrides: Any) -> Live:
+    values: dict[str, Any] = {
+        "redis_url": redis_url,
+        "database_url": database_url,
+        "data_dir": data_dir,
+        "port": 0,
+        "database_connect_timeout_s": 1,
+        "maintenance_interval_s": 3600,
+        **overrides,
+    }
+    settings = Settings(**values)
+    app = build_app(
+        settings,
+        parts={"database_url": database_url, "migrate": False},
+        run_maintenance=False,
+    )
+    service = LocalService(app.routes, settings=settings, port=0)
+    app.start()
+    for hook in app.drain_hooks:
+        service.add_drain_hook(hook)
+    service.start()
+    signer = TokenSigner(data_dir, audience=settings.local_audience, settings=settings)
+    return Live(settings, app, service, signer, redis_url)
+
+
+@pytest.fixture
+def migrated_url(database_url: str) -> str:
+    apply_migrations(database_url, embedding_dimensions=1024)
+    return database_url
+
+
+@pytest.fixture
+def live_factory(tmp_path: Path) -> Iterator[Callable[..., Live]]:
+    made: list[Live] = []
+
+    def factory(redis_url: str, database_url: str, **overrides: Any) -> Live:
+        built = start_live(redis_url, database_url, tmp_path, **overrides)
+        made.append(built)
+        return built
+
+    yield factory
+    for built in made:
+        built.stop()
+
+
+@pytest.fixture
+def live(redis_url: str, migrated_url: str, live_factory: Callable[..., Live]) -> Live:
+    return live_factory(redis_url, migrated_url)
+
+
+def postgres_proxy(database_url: str) -> tuple[FaultProxy, str]:
+    """A started proxy in front of ``database_url`` and the TCP URL that goes through it."""
+    proxy = FaultProxy.for_postgres_url(database_url).start()
+    dbname = urlsplit(database_url).path.lstrip("/") or "postgres"
+    return proxy, proxy.url_for_postgres(dbname=dbname)
