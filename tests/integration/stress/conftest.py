@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import redis
+from tests.support.faultproxy import FaultProxy
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.redis_behaviour import decode_member
@@ -29,7 +30,6 @@ from engram.local.server import LocalService
 from engram.local.sqs import LocalQueue
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
-from tests.support.faultproxy import FaultProxy
 
 T = TypeVar("T")
 PREFIX = "engram"

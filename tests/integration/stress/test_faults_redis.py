@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-
 from tests.integration.stress.conftest import Live, assert_exactly_once, eventually
 from tests.support.faultproxy import FaultProxy
 
