@@ -28,16 +28,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+from tests.support.services import RedisServer, free_port
 
 from engram.client import EngramClient
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
-from tests.support.services import RedisServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 REDIS_DB = 9
 START_TIMEOUT_S = 90.0
 T = TypeVar("T")
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

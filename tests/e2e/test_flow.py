@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from tests.e2e.conftest import LocalEngram, Tenant, eventually
 
 from engram.client import EngramAPIError, EngramClient
-from tests.e2e.conftest import LocalEngram, Tenant, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +22,8 @@ def emit_work(client: EngramClient) -> None:
         client.emit_tool("get_account", ok=True, duration_ms=120, result=ACCOUNT_RESULT)
     client.emit_tool("search_docs", ok=False, duration_ms=900, error="timeout")
     assert client.drain(timeout=15), "emitted events were not delivered"
-    assert client.failed_events == 0 and client.dropped == 0
+    assert client.failed_events == 0
+    assert client.dropped == 0
     assert client.sent_events == 5
 
 
@@ -49,7 +50,8 @@ def test_accepted_events_become_facts_in_the_next_session(service: LocalEngram, 
     assert accepted["accepted"] == len(accepted["ids"]) == 3
 
     session = session_with(
-        alice, {"tool_affinity:get_account", "domain_preference:revenue", "domain_preference:product"}
+        alice,
+        {"tool_affinity:get_account", "domain_preference:revenue", "domain_preference:product"},
     )
     assert session["identityId"] == tenant.identity
     assert session["degraded"] == []
@@ -172,7 +174,8 @@ def test_memory_crud(service: LocalEngram, tenant: Tenant):
 
     assert alice.get_memory(memory["id"])["value"] == "Europe/Berlin"
     patched = alice.update_memory(memory["id"], value="Asia/Tokyo", confidence=0.4)
-    assert patched["value"] == "Asia/Tokyo" and patched["confidence"] == pytest.approx(0.4)
+    assert patched["value"] == "Asia/Tokyo"
+    assert patched["confidence"] == pytest.approx(0.4)
 
     recalled = alice.recall("Tokyo")
     assert [m["id"] for m in recalled] == [memory["id"]]
@@ -275,7 +278,8 @@ def test_review_approve_and_reject(service: LocalEngram, tenant: Tenant):
     rejected = admin.reject(drop)
     assert rejected["status"] == "archived"
     remaining = {m["id"] for m in admin.review_queue()}
-    assert keep not in remaining and drop not in remaining
+    assert keep not in remaining
+    assert drop not in remaining
     assert [m["key"] for m in alice.recall()] == ["employer"]
     for call in (lambda: admin.approve(drop), lambda: admin.reject(keep)):
         with pytest.raises(EngramAPIError) as err:
@@ -307,7 +311,8 @@ def test_personas_and_team_memory_switch(service: LocalEngram, tenant: Tenant):
         extraction_enabled=True,
         extraction_prompt="extract preferences",
     )
-    assert persona["personaId"] == "helpdesk" and persona["teamId"] == tenant.team
+    assert persona["personaId"] == "helpdesk"
+    assert persona["teamId"] == tenant.team
     assert persona["memoryEnabled"] is False
     assert persona["extraction"] == {"enabled": True, "prompt": "extract preferences"}
     assert team_admin.get_persona("helpdesk")["memoryEnabled"] is False
@@ -318,7 +323,8 @@ def test_personas_and_team_memory_switch(service: LocalEngram, tenant: Tenant):
     # memory off in this persona's conversations: save refused, recall and hint empty
     with pytest.raises(EngramAPIError) as err:
         alice.save("colour", "red", persona_id="helpdesk", scope="persona_user")
-    assert err.value.status == 403 and err.value.code == "memory_disabled"
+    assert err.value.status == 403
+    assert err.value.code == "memory_disabled"
     assert alice.recall(persona_id="helpdesk") == []
     assert alice.start_session(persona_id="helpdesk")["memories"] == []
     assert [m["value"] for m in alice.recall()] == ["teal"]
@@ -339,7 +345,8 @@ def test_personas_and_team_memory_switch(service: LocalEngram, tenant: Tenant):
     assert refused.json()["error"]["message"]
     assert alice.recall() == []
     session = alice.start_session()
-    assert session["memories"] == [] and session["sections"]["memories"] == ""
+    assert session["memories"] == []
+    assert session["sections"]["memories"] == ""
     tool = alice.execute_tool("memory_save", {"key": "colour", "value": "red"})
     assert tool["result"]["ok"] is False
     assert team_admin.set_team_memory(True)["memoryEnabled"] is True
@@ -357,7 +364,8 @@ def test_export_holds_everything_about_the_caller(service: LocalEngram, tenant: 
 
     export = alice.export()
     assert export["identityId"] == tenant.identity
-    assert export["userId"] == tenant.user and export["teamId"] == tenant.team
+    assert export["userId"] == tenant.user
+    assert export["teamId"] == tenant.team
     assert [(m["key"], m["value"]) for m in export["memories"]] == [("city", "Lyon")]
     assert "tool_affinity:get_account" in {f["subject"] for f in export["facts"]}
     assert export["checkpoint"] is not None
@@ -407,7 +415,9 @@ def test_erasure_leaves_nothing_of_the_user(service: LocalEngram, tenant: Tenant
     assert service.redis_keys(alice_identity) == []
     assert memory_rows(service, tenant.team, tenant.user) == 0
     export = alice.export()
-    assert export["memories"] == [] and export["facts"] == [] and export["observations"] == []
+    assert export["memories"] == []
+    assert export["facts"] == []
+    assert export["observations"] == []
     assert alice.start_session()["facts"] == []
 
     # bob is untouched
