@@ -36,6 +36,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engram.clock import Clock
 from engram.extraction.drain import ExtractionConfig
 from engram.extraction.models import TranscriptJob
 from engram.maintenance.job import MaintenanceJob
@@ -132,11 +133,12 @@ def build_maintenance_job(
     extractor_override: Extractor | None = None,
     queue_override: TranscriptQueue | None = None,
     config: MaintenanceConfig | None = None,
+    monotonic: Clock | None = None,
 ) -> MaintenanceJob:
     """The job for one invocation (cheap: the stores and clients are the container's).
 
-    ``extractor_override`` / ``queue_override`` / ``config`` replace the configured ones
-    (tests)."""
+    ``extractor_override`` / ``queue_override`` / ``config`` replace the configured ones;
+    ``monotonic`` is the clock of the time budget (tests)."""
     from engram.adapters.maintenance_state import RedisMaintenanceState
     from engram.adapters.postgres.retention import PostgresRetentionPolicies
     from engram.adapters.postgres.store import PostgresMemoryStore
@@ -164,4 +166,5 @@ def build_maintenance_job(
         sink=MemoryProposalSink(service, store),
         extraction_config_for=extraction_config_for(service),
         config=config or maintenance_config(settings),
+        monotonic=monotonic,
     )
