@@ -10,7 +10,7 @@ place errors become HTTP. A route function parses its input, calls one use case 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,7 +33,6 @@ Route = Callable[["Request"], dict[str, Any]]
 class Request:
     event: Mapping[str, Any]
     container: Container
-    _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def settings(self) -> Settings:
