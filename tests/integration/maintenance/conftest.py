@@ -14,8 +14,11 @@ import pytest
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
+from engram.adapters.redis_behaviour import RedisBehaviourStore
+from engram.adapters.redis_client import make_redis
 from engram.adapters.sqs import SqsSender
 from engram.api.models import TranscriptRequest
+from engram.behaviour.service import BehaviourService
 from engram.bootstrap import Container
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.extraction import TranscriptJob
@@ -113,12 +116,18 @@ def world(redis_url: str, db: Database, tmp_path: Path) -> Iterator[World]:
         embedding_dimensions=DIMS,
         extraction_max_receives=3,
     )
+    redis = make_redis(settings)
+    # the behavioural store on the fake clock too (its identity index records activity times)
+    store = RedisBehaviourStore(redis, prefix=settings.redis_key_prefix, clock=clock)
+    behaviour = BehaviourService(store, clock=clock)
     sqs = LocalSqs()
     queue = PullQueue("engram-extraction")
     sqs.add_queue(queue)
     container = Container(
         settings,
         clock=clock,
+        redis=redis,
+        behaviour=behaviour,
         database=db,
         database_url=db.conninfo,
         migrate=False,
@@ -131,4 +140,4 @@ def world(redis_url: str, db: Database, tmp_path: Path) -> Iterator[World]:
         yield World(settings, container, clock, queue, db.conninfo)
     finally:
         container.close()
-        container.redis.close()
+        redis.close()
