@@ -23,6 +23,7 @@ part                   built from
 ``ingest_queue``       ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
 ``extraction_queue``   ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
 ``erasure_log``        ``PostgresErasureLog`` (who was erased when; read by maintenance)
+``ingest_limiter``     ``RateLimiter``: ``ENGRAM_OBSERVATIONS_PER_MINUTE`` per identity on Redis
 ``ingest``             ``IngestService`` (the ingest function)
 ``sessions``           ``SessionService`` (the session function)
 ``me``                 ``MeService``: export and erasure across both stores
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from engram.maintenance.ports import ErasureLog
     from engram.memories.ports import Embedder
     from engram.memories.service import MemoryService
+    from engram.ratelimit import RateLimiter
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
     from engram.use_cases.ports import MessageQueue
@@ -253,6 +255,25 @@ class Container:
             "extraction_queue", lambda: self._sender(self.settings.extraction_queue_url)
         )
 
+    @property
+    def ingest_limiter(self) -> RateLimiter:
+        """``Settings.observations_per_minute`` per identity, on Redis (fails open)."""
+
+        def make() -> RateLimiter:
+            from engram.adapters.redis_ratelimit import RedisRateLimitStore
+            from engram.ratelimit import RateLimiter
+
+            store = RedisRateLimitStore(self.redis, prefix=self.settings.redis_key_prefix)
+            return RateLimiter(
+                store,
+                limit=self.settings.observations_per_minute,
+                window_s=60,
+                name="observations",
+                clock=self.clock,
+            )
+
+        return self._part("ingest_limiter", make)
+
     # --- application services -----------------------------------------------------------
     @property
     def ingest(self) -> IngestService:
@@ -264,6 +285,7 @@ class Container:
                 extraction_queue=self.extraction_queue,
                 rules=self.behaviour.rules,
                 clock=self.clock,
+                limiter=self.ingest_limiter,
             )
 
         return self._part("ingest", make)

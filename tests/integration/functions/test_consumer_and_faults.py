@@ -139,3 +139,30 @@ def test_transcript_is_503_when_the_extraction_queue_refuses(stack: Any) -> None
     )
     assert res.status == 503
     assert stack.extraction_queue.pending() == 0
+
+
+def test_over_the_rate_limit_is_429_and_queues_nothing(
+    redis_url: str, migrated_url: str, tmp_path: Path, make: Any
+) -> None:
+    settings = settings_for(redis_url, migrated_url, tmp_path, observations_per_minute=5)
+    stack = make(settings)
+    body = {"observations": [{**OBS, "content": f"call {i}"} for i in range(4)]}
+    assert stack.call("POST /v1/observations", body=body).status == 202
+    refused = stack.call("POST /v1/observations", body=body)
+    assert refused.status == 429
+    assert refused.body["error"]["code"] == "rate_limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert stack.ingest_queue.pending() == 4
+    other = stack.call("POST /v1/observations", body=body, user="bob")
+    assert other.status == 202  # limits are per identity
+
+
+def test_ingest_accepts_with_redis_down(
+    own_redis: RedisServer, migrated_url: str, tmp_path: Path, make: Any
+) -> None:
+    settings = settings_for(own_redis.url, migrated_url, tmp_path)
+    stack = make(settings, redis_client=make_redis(settings))
+    own_redis.stop()
+    res = stack.call("POST /v1/observations", body={"observations": [OBS]})
+    assert res.status == 202  # the rate limiter fails open; SQS is what must accept
+    assert stack.ingest_queue.pending() == 1
