@@ -1,251 +1,25 @@
-"""The e2e tier: `engram serve` as a subprocess, driven over real HTTP.
+"""Fixtures of the e2e tier: one `engram serve` subprocess for the whole session.
 
-One local service runs for the whole session (session fixture ``service``): a free loopback
-port, a temporary ``ENGRAM_DATA_DIR`` (its embedded PostgreSQL and signing key live there),
-``REDIS_URL`` pointing at the test redis-server (database 9, a key prefix of its own) and the
-maintenance timer every second. Tests isolate themselves by using fresh user and team ids
-(``service.tenant()``), never by resetting state, so they can run in any order.
-
-Tokens are minted with the service's own signing key (``engram.local.tokens.TokenSigner`` on
-the same data dir), exactly as ``engram token`` does.
+See ``tests/e2e/harness.py``: a free loopback port, a temporary ``ENGRAM_DATA_DIR``,
+``REDIS_URL`` pointing at the test redis-server (database 9, a key prefix of its own), the
+maintenance timer every second; SIGTERM (drain) at the end. Tests isolate themselves with
+fresh user and team ids (``service.tenant()``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Iterator
 
-import httpx
 import pytest
-from tests.support.services import RedisServer, free_port
-
-from engram.client import EngramClient
-from engram.local.tokens import TokenSigner
-from engram.settings import Settings
-
-REPO = Path(__file__).resolve().parents[2]
-REDIS_DB = 9
-START_TIMEOUT_S = 90.0
-T = TypeVar("T")
+from tests.e2e.harness import LocalEngram, Tenant, run_local_service
+from tests.support.services import RedisServer
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
-
-
-def _redis_url(base: str, db: int) -> str:
-    parts = urlsplit(base)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
-
-
-def eventually(
-    probe: Callable[[], T | None], *, timeout_s: float = 15.0, every_s: float = 0.2
-) -> T:
-    """Poll ``probe`` a bounded number of times until it returns something truthy."""
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s}s (last: {last!r})")
-        time.sleep(every_s)
-
-
-@dataclass(frozen=True)
-class Tenant:
-    """A fresh team with a few users; ids are unique per test so tests never meet."""
-
-    team: str
-    user: str
-    other_user: str
-    admin: str
-
-    @property
-    def identity(self) -> str:
-        return f"{self.team}:{self.user}"
-
-
-@dataclass
-class LocalEngram:
-    url: str
-    data_dir: Path
-    redis_url: str
-    key_prefix: str
-    settings: Settings
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    signer: TokenSigner = field(init=False)
-    _clients: list[EngramClient] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.signer = TokenSigner(
-            self.data_dir, audience=self.settings.local_audience, settings=self.settings
-        )
-
-    # --- identities ----------------------------------------------------------------------
-    def tenant(self) -> Tenant:
-        tag = uuid.uuid4().hex[:10]
-        return Tenant(team=f"t{tag}", user=f"u{tag}", other_user=f"o{tag}", admin=f"a{tag}")
-
-    def token(self, user: str, team: str | None, **kwargs: Any) -> str:
-        return self.signer.issue(user, team, **kwargs)
-
-    def headers(self, token: str, **extra: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {token}", **extra}
-
-    def client(self, token: str, *, act_as: str | None = None) -> EngramClient:
-        client = EngramClient(self.url, token, act_as=act_as, timeout=30.0)
-        self._clients.append(client)
-        return client
-
-    def user_client(self, user: str, team: str, **kwargs: Any) -> EngramClient:
-        return self.client(self.token(user, team, **kwargs))
-
-    def http(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30.0)
-
-    # --- the stores behind the service ---------------------------------------------------
-    @property
-    def database_url(self) -> str:
-        """The service's embedded PostgreSQL (``<data_dir>/pg``, database ``engram``), as the
-        superuser over its unix socket, so row-level security does not hide rows from us."""
-        return f"postgresql://postgres:@/engram?host={self.data_dir / 'pg'}"
-
-    def sql(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        with psycopg.connect(self.database_url, autocommit=True, connect_timeout=10) as conn:
-            return list(conn.execute(query, params).fetchall())  # type: ignore[arg-type]
-
-    def redis_keys(self, needle: str) -> list[str]:
-        """Every key of this service's Redis database whose name contains ``needle``."""
-        import redis
-
-        client = redis.Redis.from_url(self.redis_url, socket_timeout=5)
-        try:
-            return sorted(
-                k.decode("utf-8", "replace")
-                for k in client.scan_iter(match=f"*{needle}*", count=1000)
-            )
-        finally:
-            client.close()
-
-    def log_tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def close_clients(self) -> None:
-        for client in self._clients:
-            with contextlib.suppress(Exception):
-                client.close(timeout=2)
-        self._clients.clear()
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"engram serve exited with {proc.returncode} before it was healthy:\n"
-                + log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
-            )
-        with contextlib.suppress(httpx.HTTPError):
-            response = httpx.get(f"{url}/v1/health", timeout=2.0)
-            if response.status_code == 200 and response.json().get("status") == "ok":
-                return
-        time.sleep(0.2)
-    raise RuntimeError(
-        f"engram serve was not healthy within {START_TIMEOUT_S}s:\n"
-        + log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
-    )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> int | None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            return proc.wait(timeout=45)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-            return None
-    return proc.returncode
-
-
-@contextlib.contextmanager
-def run_local_service(
-    redis_base_url: str, *, extra_env: dict[str, str] | None = None
-) -> Iterator[LocalEngram]:
-    """``engram serve`` in a subprocess on a free port; SIGTERM (drain) at the end."""
-    data_dir = Path(tempfile.mkdtemp(prefix="engram-e2e-"))
-    port = free_port()
-    key_prefix = f"e2e{uuid.uuid4().hex[:8]}"
-    redis_url = _redis_url(redis_base_url, REDIS_DB)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
-    env.update(
-        {
-            "ENGRAM_DATA_DIR": str(data_dir),
-            "ENGRAM_PORT": str(port),
-            "ENGRAM_HOST": "127.0.0.1",
-            "REDIS_URL": redis_url,
-            "ENGRAM_REDIS_KEY_PREFIX": key_prefix,
-            "ENGRAM_MAINTENANCE_INTERVAL_S": "1",
-            "ENGRAM_LOG_LEVEL": "WARNING",
-            "POWERTOOLS_METRICS_DISABLED": "true",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
-            "PYTHONPATH": os.pathsep.join(
-                [str(REPO / "shared"), str(REPO), env.get("PYTHONPATH", "")]
-            ).rstrip(os.pathsep),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    env.update(extra_env or {})
-    env.pop("ENGRAM_DATABASE_URL", None)
-    log_path = data_dir / "serve.log"
-    settings = Settings(data_dir=data_dir, redis_url=redis_url, redis_key_prefix=key_prefix)
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "engram.cli", "serve", "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    service = LocalEngram(
-        url=url,
-        data_dir=data_dir,
-        redis_url=redis_url,
-        key_prefix=key_prefix,
-        settings=settings,
-        proc=proc,
-        log_path=log_path,
-    )
-    try:
-        _wait_healthy(proc, url, log_path)
-        yield service
-    finally:
-        service.close_clients()
-        _stop(proc)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.e2e.conftest import LocalEngram, Tenant, eventually
+from tests.e2e.harness import LocalEngram, Tenant, eventually
 
 from engram.api.models import ROUTES
 from engram.local.tokens import TokenSigner

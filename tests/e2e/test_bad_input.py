@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.e2e.conftest import LocalEngram, Tenant
+from tests.e2e.harness import LocalEngram, Tenant
 
 pytestmark = pytest.mark.e2e
 

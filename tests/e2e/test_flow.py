@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import LocalEngram, Tenant, eventually
+from tests.e2e.harness import LocalEngram, Tenant, eventually
 
 from engram.client import EngramAPIError, EngramClient
 

@@ -17,7 +17,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
-from tests.e2e.conftest import LocalEngram, Tenant
+from tests.e2e.harness import LocalEngram, Tenant
 
 pytestmark = pytest.mark.e2e
 
