@@ -14,7 +14,7 @@ setup: ## install uv (if missing) and every locked dependency
 	@$(UV) sync --locked --all-groups
 
 run: setup ## the whole service locally on embedded defaults
-	$(UV) run engram demo
+	$(UV) run engram serve
 
 test: setup lint typecheck ## every tier that needs no AWS account
 	$(UV) run pytest tests
