@@ -9,9 +9,10 @@ state                       ``RedisMaintenanceState`` (``{prefix}:maintenance:st
 behaviour (prune, sweep)    ``BehaviourStoreMaintenance`` over the container's behavioural
                             store and decay strategy
 memories (retention,        ``MemoryStoreMaintenance`` over the container's ``MemoryService``
-erasure backstop)           and a ``PostgresMemoryStore`` on the same ``Database``
+erasure backstop)           and its ``memory_store`` (PostgreSQL)
 policies                    ``PostgresRetentionPolicies`` (migration 0003)
 erasures                    ``container.erasure_log`` — the log ``DELETE /v1/me`` writes
+                            (``PostgresErasureLog``)
 queue                       ``SqsTranscriptQueue`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (dead
                             letters to ``ENGRAM_EXTRACTION_DLQ_URL``); with the local
                             ``LocalSqs``, a pull receiver over its extraction queue
@@ -141,14 +142,13 @@ def build_maintenance_job(
     ``monotonic`` is the clock of the time budget (tests)."""
     from engram.adapters.maintenance_state import RedisMaintenanceState
     from engram.adapters.postgres.retention import PostgresRetentionPolicies
-    from engram.adapters.postgres.store import PostgresMemoryStore
     from engram.maintenance.bridges import BehaviourStoreMaintenance, MemoryStoreMaintenance
     from engram.maintenance.sink import MemoryProposalSink
 
     settings = container.settings
     behaviour = container.behaviour
     service = container.memories
-    store = PostgresMemoryStore(container.database, container.clock)
+    store = container.memory_store
     queue = queue_override if queue_override is not None else transcript_queue(container)
     return MaintenanceJob(
         clock=container.clock,
