@@ -71,7 +71,7 @@ class Ledger:
         return self.ids_by_seq.get(obs_id, 0) > self.cursor
 
 
-def ledger(client: redis.Redis, identity_id: str, prefix: str = PREFIX) -> Ledger:
+def ledger(client: Any, identity_id: str, prefix: str = PREFIX) -> Ledger:
     tag = "{" + identity_id + "}"
     state = client.hgetall(f"{prefix}:state:{tag}")
     ids = client.hgetall(f"{prefix}:obsid:{tag}")

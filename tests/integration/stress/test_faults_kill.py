@@ -264,7 +264,7 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_url: str) -
             for j in range(rng.randint(1, 30))
         ]
         store.append(IDENTITY, parse_observations(items, identity_id=IDENTITY))
-        appended.extend(i["id"] for i in items)
+        appended.extend(str(i["id"]) for i in items)
         batches += 1
 
     for _ in range(6):

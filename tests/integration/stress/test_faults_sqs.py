@@ -28,7 +28,8 @@ def observations(n: int, *, tool: str, start: int = 0, created_at: int | None = 
 def fact(body: dict[str, Any], subject: str) -> dict[str, Any]:
     found = [f for f in body["facts"] if f["subject"] == subject]
     assert len(found) == 1, body["facts"]
-    return found[0]
+    one: dict[str, Any] = found[0]
+    return one
 
 
 def test_duplicated_and_shuffled_deliveries_store_each_observation_once(live: Live) -> None:
