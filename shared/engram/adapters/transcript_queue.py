@@ -2,8 +2,8 @@
 
 The maintenance job polls this queue itself (no event source mapping):
 
-* ``receive`` — ``ReceiveMessage`` (short poll) with ``ApproximateReceiveCount``, so the drain
-  policy knows how many attempts a transcript has had;
+* ``receive`` — ``ReceiveMessage`` (a 1 s long poll by default) with
+  ``ApproximateReceiveCount``, so the drain policy knows how many attempts a transcript had;
 * ``delete`` — ``DeleteMessage`` once the transcript was processed (or dead-lettered);
 * ``release`` — ``ChangeMessageVisibility`` to ``delay_s``: the message comes back after the
   back-off instead of after the queue's whole visibility timeout;
@@ -34,23 +34,27 @@ class SqsTranscriptQueue:
         dlq_url: str | None,
         *,
         visibility_timeout_s: int | None = None,
+        wait_time_s: int = 1,
     ) -> None:
         """``client``: a boto3 SQS client; ``dlq_url``: where ``dead_letter`` sends
         (``ENGRAM_EXTRACTION_DLQ_URL``; without it ``dead_letter`` raises and SQS's redrive
         policy is the only dead-letter path); ``visibility_timeout_s``: per-receive override
-        (None: the queue's)."""
+        (None: the queue's); ``wait_time_s``: long-poll wait of a receive (1 s: every SQS
+        server is asked, so an empty answer means an empty queue; 0 = short poll, which may
+        answer empty while messages wait elsewhere)."""
         if not queue_url:
             raise ValueError("queue_url is required")
         self.client = client
         self.queue_url = queue_url
         self.dlq_url = dlq_url
         self.visibility_timeout_s = visibility_timeout_s
+        self.wait_time_s = max(0, min(20, wait_time_s))
 
     def receive(self, max_messages: int) -> list[QueueMessage]:
         request: dict[str, Any] = {
             "QueueUrl": self.queue_url,
             "MaxNumberOfMessages": max(1, min(10, max_messages)),
-            "WaitTimeSeconds": 0,
+            "WaitTimeSeconds": self.wait_time_s,
             "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
         }
         if self.visibility_timeout_s is not None:

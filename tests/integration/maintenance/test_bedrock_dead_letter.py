@@ -75,7 +75,7 @@ def test_malformed_output_is_retried_then_dead_lettered(world: World, aws: dict[
     job = queue_job(world, aws)
     for _ in range(3):  # ENGRAM_EXTRACTION_MAX_RECEIVES=3 in the world's settings
         aws["stub"].add_response("converse", text_answer("Sure! Here you go: no JSON at all"))
-    queue = SqsTranscriptQueue(aws["sqs"], aws["url"], aws["dlq"])
+    queue = SqsTranscriptQueue(aws["sqs"], aws["url"], aws["dlq"], wait_time_s=0)
     extractor = BedrockConverseExtractor(model_id=MODEL, client=aws["bedrock"])
     config = MaintenanceConfig(max_receives=3, retry_base_delay_s=0)
 
@@ -114,7 +114,7 @@ def test_throttling_returns_the_job_and_it_succeeds_when_received_again(
             '"confidence": 0.8, "scope": "user"}]}'
         ),
     )
-    queue = SqsTranscriptQueue(aws["sqs"], aws["url"], aws["dlq"])
+    queue = SqsTranscriptQueue(aws["sqs"], aws["url"], aws["dlq"], wait_time_s=0)
     extractor = BedrockConverseExtractor(model_id=MODEL, client=aws["bedrock"])
     config = MaintenanceConfig(max_receives=3, retry_base_delay_s=0)  # back-off 0: visible now
     report = world.run(

@@ -32,7 +32,7 @@ def make_queues(sqs: Any) -> tuple[str, str]:
 
 def test_receive_release_delete_with_receive_counts(sqs: Any) -> None:
     url, dlq = make_queues(sqs)
-    queue = SqsTranscriptQueue(sqs, url, dlq)
+    queue = SqsTranscriptQueue(sqs, url, dlq, wait_time_s=0)
     assert queue.receive(10) == []
     sqs.send_message(QueueUrl=url, MessageBody='{"a": 1}')
     first = queue.receive(10)
@@ -47,7 +47,7 @@ def test_receive_release_delete_with_receive_counts(sqs: Any) -> None:
 
 def test_delete_removes_the_message(sqs: Any) -> None:
     url, dlq = make_queues(sqs)
-    queue = SqsTranscriptQueue(sqs, url, dlq, visibility_timeout_s=0)
+    queue = SqsTranscriptQueue(sqs, url, dlq, visibility_timeout_s=0, wait_time_s=0)
     sqs.send_message(QueueUrl=url, MessageBody="x")
     (msg,) = queue.receive(1)
     queue.delete(msg.receipt)
@@ -56,7 +56,7 @@ def test_delete_removes_the_message(sqs: Any) -> None:
 
 def test_dead_letter_copies_body_and_reason(sqs: Any) -> None:
     url, dlq = make_queues(sqs)
-    queue = SqsTranscriptQueue(sqs, url, dlq)
+    queue = SqsTranscriptQueue(sqs, url, dlq, wait_time_s=0)
     job = TranscriptJob.new(
         conversation_id="c1",
         team_id="t1",
@@ -77,8 +77,30 @@ def test_dead_letter_copies_body_and_reason(sqs: Any) -> None:
 
 def test_dead_letter_without_a_dlq_raises(sqs: Any) -> None:
     url, _ = make_queues(sqs)
-    queue = SqsTranscriptQueue(sqs, url, None)
+    queue = SqsTranscriptQueue(sqs, url, None, wait_time_s=0)
     sqs.send_message(QueueUrl=url, MessageBody="x")
     (msg,) = queue.receive(1)
     with pytest.raises(RuntimeError, match="ENGRAM_EXTRACTION_DLQ_URL"):
         queue.dead_letter(msg, "r")
+
+
+def test_receive_long_polls_one_second_by_default() -> None:
+    from botocore.stub import Stubber
+
+    client = boto3.client(
+        "sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/extraction"
+    with Stubber(client) as stub:
+        stub.add_response(
+            "receive_message",
+            {"Messages": []},
+            {
+                "QueueUrl": url,
+                "MaxNumberOfMessages": 10,
+                "WaitTimeSeconds": 1,
+                "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
+            },
+        )
+        assert SqsTranscriptQueue(client, url, None).receive(50) == []
+        stub.assert_no_pending_responses()
