@@ -11,7 +11,7 @@ The maintenance job polls this queue itself (no event source mapping):
   reason as message attributes; the job deletes the original only after this succeeded.
 
 The queue's own redrive policy stays as a backstop (a job that crashes between receive and
-delete); its ``maxReceiveCount`` should exceed ``ENGRAM_EXTRACTION_MAX_RECEIVES`` so that the
+delete); its ``maxReceiveCount`` should be at least ``ENGRAM_EXTRACTION_MAX_RECEIVES`` so that the
 job dead-letters with a reason first. Errors from botocore propagate: the job reports them and
 the message comes back after its visibility timeout.
 """
