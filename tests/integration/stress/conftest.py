@@ -114,7 +114,7 @@ class Live:
         assert self.app.ingest_queue is not None
         return self.app.ingest_queue
 
-    def token(self, user: str = "alice", team: str = "acme", **kwargs: Any) -> str:
+    def token(self, user: str = "alice", team: str | None = "acme", **kwargs: Any) -> str:
         return self.signer.issue(user, team, **kwargs)
 
     def http(self, token: str | None = None, **headers: str) -> httpx.Client:
