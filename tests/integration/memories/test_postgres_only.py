@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from tests.integration.memories.conftest import Backend
 
-from engram.adapters.postgres.migrate import apply_migrations, main
+from engram.adapters.postgres.migrate import apply_migrations, load_migrations, main
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore, build_memory_service
 from engram.errors import Forbidden, Unavailable
@@ -24,6 +24,7 @@ from engram.settings import Settings
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
+SHIPPED = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
 
 
 def _seed(b: Backend) -> None:
@@ -108,10 +109,11 @@ def test_tenant_settings_do_not_leak_to_the_next_transaction(database_url: str) 
 
 
 def test_migrations_twice_is_a_no_op_and_fix_the_dimension(database_url: str) -> None:
-    assert apply_migrations(database_url, embedding_dimensions=32) == ["0001_memories"]
+    assert SHIPPED[0] == "0001_memories"
+    assert apply_migrations(database_url, embedding_dimensions=32) == SHIPPED
     assert apply_migrations(database_url, embedding_dimensions=32) == []
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM engram_migrations").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM engram_migrations").fetchone() == (len(SHIPPED),)
         typ = conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
             " WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
@@ -142,9 +144,10 @@ def test_two_concurrent_engram_migrate_runs_both_succeed(database_url: str) -> N
     ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert sorted(o[0].strip() for o in outs) == ["applied: 0001_memories", "up to date"]
+    assert sorted(o[0].strip() for o in outs) == ["applied: " + ", ".join(SHIPPED), "up to date"]
     with psycopg.connect(database_url) as conn:
-        assert conn.execute("SELECT version FROM engram_migrations").fetchall() == [(1,)]
+        versions = conn.execute("SELECT version FROM engram_migrations ORDER BY version").fetchall()
+    assert versions == [(m.version,) for m in load_migrations()]
 
 
 def test_concurrent_apply_in_threads(database_url: str) -> None:
@@ -163,7 +166,7 @@ def test_concurrent_apply_in_threads(database_url: str) -> None:
     for t in threads:
         t.join(60)
     assert errors == []
-    assert sorted(len(r) for r in results) == [0, 0, 1]
+    assert sorted(len(r) for r in results) == [0, 0, len(SHIPPED)]
 
 
 def test_migrate_main_reports_a_bad_url(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
