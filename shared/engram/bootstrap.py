@@ -145,7 +145,10 @@ class Container:
 
             s = self.settings
             store = RedisBehaviourStore(
-                self.redis, prefix=s.redis_key_prefix, ttl_days=s.identity_ttl_days
+                self.redis,
+                prefix=s.redis_key_prefix,
+                ttl_days=s.identity_ttl_days,
+                clock=self.clock,
             )
             return BehaviourService(
                 store,
@@ -154,6 +157,7 @@ class Container:
                 consolidation_budget_ms=s.consolidation_budget_ms,
                 token_budget=s.prompt_token_budget,
                 rules=EmissionRules.from_file(s.emission_rules_file),
+                observation_retention_days=s.observation_retention_days,
             )
 
         return self._part("behaviour", make)

@@ -8,8 +8,12 @@ from typing import Any
 
 import fakeredis
 
+from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.adapters.secrets import database_url_from_secret
+from engram.behaviour.models import Observation, ObservationType
+from engram.behaviour.service import BehaviourService
 from engram.bootstrap import Container, get_container, set_container
+from engram.clock import MS_PER_DAY, FakeClock
 from engram.settings import Settings
 
 UNREACHABLE = Settings(
@@ -79,3 +83,43 @@ def test_get_container_is_per_process_and_replaceable() -> None:
         assert get_container() is mine
     finally:
         set_container(old)
+
+
+def _behaviour_on(clock: FakeClock, retention_days: int) -> BehaviourService:
+    settings = Settings(observation_retention_days=retention_days)
+    return Container(settings, redis=fakeredis.FakeRedis(), clock=clock).behaviour
+
+
+def test_behaviour_store_runs_on_the_containers_clock() -> None:
+    clock = FakeClock(start_ms=1_000_000_000_000)  # 2001: far from the system clock
+    behaviour = _behaviour_on(clock, 30)
+    obs = Observation(
+        identity_id="alice",
+        type=ObservationType.TOOL_SUCCESS,
+        metadata={"toolName": "search", "durationMs": 5},
+        created_at=clock.now_ms(),
+    )
+    behaviour.store.append("alice", [obs])
+    store = behaviour.store
+    assert isinstance(store, RedisBehaviourStore)
+    # the activity index is stamped with the container's clock, not the system's
+    assert store.list_identities(active_before_ms=clock.now_ms() + 1)[0] == ["alice"]
+    assert store.list_identities(active_before_ms=clock.now_ms())[0] == []
+
+
+def test_behaviour_keeps_observations_for_the_configured_retention() -> None:
+    def pending_after_consolidation(retention_days: int) -> int:
+        clock = FakeClock()
+        behaviour = _behaviour_on(clock, retention_days)
+        old = Observation(
+            identity_id="alice",
+            type=ObservationType.TOOL_SUCCESS,
+            metadata={"toolName": "search", "durationMs": 5},
+            created_at=clock.now_ms() - 2 * MS_PER_DAY,
+        )
+        behaviour.store.append("alice", [old])
+        behaviour.consolidate("alice")
+        return len(behaviour.store.since("alice", None))
+
+    assert pending_after_consolidation(30) == 1  # within 30 days: kept
+    assert pending_after_consolidation(1) == 0  # Settings.observation_retention_days=1 applies
