@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-HANDLERS = ["ingest", "ingest_consumer", "session", "memories"]
+HANDLERS = ["ingest", "ingest_consumer", "session", "memories", "maintenance"]
 HEAVY = [
     "redis",
     "psycopg",
