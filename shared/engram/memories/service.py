@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -93,6 +94,17 @@ def _status(value: object) -> Status:
         return Status(str(value))
     except ValueError:
         raise InvalidInput("status", "use active, pending_review or archived") from None
+
+
+ProposalOutcome = Literal["created", "refreshed", "dropped"]
+
+
+@dataclass(frozen=True)
+class ProposalResult:
+    """What ``MemoryService.propose_outcome`` did, and the stored row (``None`` if dropped)."""
+
+    outcome: ProposalOutcome
+    memory: Memory | None
 
 
 class MemoryService:
@@ -497,7 +509,26 @@ class MemoryService:
     ) -> Memory | None:
         """An extraction proposal (``pending_review``). Key already active: dropped; pending:
         refreshed; archived (rejected): never resurrected. ``None`` when dropped or when
-        memory is switched off."""
+        memory is switched off. ``propose_outcome`` also says what happened."""
+        return self.propose_outcome(
+            team_id, user_id, persona_id, key, value, confidence, source_channel_id, scope
+        ).memory
+
+    def propose_outcome(  # noqa: PLR0917 - the same positional contract as ``propose``
+        self,
+        team_id: str,
+        user_id: str,
+        persona_id: str | None,
+        key: str,
+        value: str,
+        confidence: float,
+        source_channel_id: str | None,
+        scope: Scope | str | None = None,
+    ) -> ProposalResult:
+        """``propose`` answering ``"created"`` (a new pending row), ``"refreshed"`` (the
+        pending row of that key updated) or ``"dropped"`` (key active or archived, or memory
+        switched off; ``memory`` is then ``None``). Created vs refreshed comes from the
+        write itself, not from an earlier look-up."""
         team = _text(team_id, "teamId", ID_MAX)
         user = _text(user_id, "userId", ID_MAX)
         persona = _opt_id(persona_id, "personaId")
@@ -510,13 +541,13 @@ class MemoryService:
         ctx = system_context(team, user)
         persona_cfg = self._persona(ctx, persona)
         if not self._enabled(ctx, persona_cfg):
-            return None
+            return ProposalResult("dropped", None)
         existing = self._store.find_by_key(
             ctx, target.scope, target.owner_id, target.user_id, key_s
         )
         if existing is not None and existing.status is not Status.PENDING_REVIEW:
-            return None
-        memory, _ = self._store.upsert(
+            return ProposalResult("dropped", None)
+        memory, created = self._store.upsert(
             ctx,
             NewMemory(
                 scope=target.scope,
@@ -531,7 +562,7 @@ class MemoryService:
                 embedding=self._embed(f"{key_s}: {value_s}"),
             ),
         )
-        return memory
+        return ProposalResult("created" if created else "refreshed", memory)
 
     def apply_retention(
         self,
