@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         if summary:
             print(summary)
         print(f"   -> {RESULTS / (name + '.json')} ({record['seconds']} s)", flush=True)
+    print(f"== report -> {importlib.import_module('bench.report').write_report(RESULTS)}")
     return 1 if failed else 0
 
 
