@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict, InvalidInput
 from engram.memories.models import (
+    ERASED_ACTOR,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -21,6 +22,7 @@ from engram.memories.models import (
     Scope,
     Status,
     TeamSettings,
+    audit_is_about,
 )
 from engram.memories.ports import AccessContext
 from engram.memories.privacy import can_see, can_write, memory_visible
@@ -224,12 +226,27 @@ class InMemoryMemoryStore:
     def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
         counts = {Scope.USER.value: 0, Scope.PERSONA_USER.value: 0}
         with self._lock:
+            erased: set[str] = set()
             for r in list(self._rows.values()):
                 mine = (r.scope is Scope.USER and r.owner_id == user_id) or (
                     r.scope is Scope.PERSONA_USER and r.user_id == user_id
                 )
                 if mine and self.delete(ctx, r.id):
                     counts[r.scope.value] += 1
+                    erased.add(r.id)
+            # the audit: rows about the user's memories go; rows where they acted lose the actor
+            team = [a for a in self._actions if a.team_id == ctx.team_id]
+            erased |= {a.memory_id for a in team if audit_is_about(a, user_id)}
+            kept: list[ReviewAction] = []
+            for a in self._actions:
+                if a.team_id != ctx.team_id:
+                    kept.append(a)
+                elif a.memory_id not in erased:
+                    erase_actor = a.actor_id == user_id
+                    kept.append(
+                        a.model_copy(update={"actor_id": ERASED_ACTOR}) if erase_actor else a
+                    )
+            self._actions = kept
         return counts
 
     def apply_retention(

@@ -146,6 +146,24 @@ class ReviewAction(CamelModel):
     at: datetime
 
 
+#: ``ReviewAction.actor_id`` of audit rows whose actor was erased (``MemoryStore.erase_user``)
+ERASED_ACTOR = "erased"
+
+
+def audit_is_about(action: ReviewAction, user_id: str) -> bool:
+    """Whether an audit row is about a memory of ``user_id`` (its ``user`` memory, or its
+    ``persona_user`` memory), judged from the before/after copies it holds."""
+    for copy in (action.before, action.after):
+        if copy is None:
+            continue
+        scope = copy.get("scope")
+        if (scope == Scope.USER.value and copy.get("ownerId") == user_id) or (
+            scope == Scope.PERSONA_USER.value and copy.get("userId") == user_id
+        ):
+            return True
+    return False
+
+
 class ToolResult(CamelModel):
     """What a tool call returns to the model: compact ``text`` plus structured data."""
 

@@ -22,6 +22,7 @@ from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict, InvalidInput
 from engram.memories.models import (
+    ERASED_ACTOR,
     ExtractionConfig,
     Memory,
     MemoryFilter,
@@ -345,10 +346,28 @@ class PostgresMemoryStore:
         with self._db.tenant(ctx) as conn:
             rows = conn.execute(
                 "DELETE FROM memories WHERE team_id = %s AND ((scope = 'user' AND owner_id = %s)"
-                " OR (scope = 'persona_user' AND user_id = %s)) RETURNING scope",
+                " OR (scope = 'persona_user' AND user_id = %s)) RETURNING scope, id",
                 (ctx.team_id, user_id, user_id),
             ).fetchall()
-        for (scope,) in rows:
+            # The audit (admins only under RLS, migration 0004): in the same transaction, as an
+            # admin of this team, drop the rows about the user's memories (they hold copies of
+            # the values) and take the user's id off the rows where they acted on others.
+            conn.execute("SELECT set_config('engram.is_admin', 'on', true)")
+            conn.execute(
+                "DELETE FROM review_actions r WHERE r.team_id = %s"
+                " AND (r.memory_id = ANY(%s::uuid[])"
+                " OR r.memory_id IN (SELECT a.memory_id FROM review_actions a"
+                " CROSS JOIN LATERAL (VALUES (a.before), (a.after)) AS c(copy)"
+                " WHERE a.team_id = %s AND ((c.copy->>'scope' = 'user'"
+                " AND c.copy->>'ownerId' = %s) OR (c.copy->>'scope' = 'persona_user'"
+                " AND c.copy->>'userId' = %s))))",
+                (ctx.team_id, [mid for _, mid in rows], ctx.team_id, user_id, user_id),
+            )
+            conn.execute(
+                "UPDATE review_actions SET actor_id = %s WHERE team_id = %s AND actor_id = %s",
+                (ERASED_ACTOR, ctx.team_id, user_id),
+            )
+        for scope, _ in rows:
             counts[scope] += 1
         return counts
 

@@ -1,0 +1,72 @@
+"""Erasure also clears the review audit trail (on both adapters): rows about the erased
+user's memories go (they hold before/after copies of the values); rows where the user acted
+on memories that stay keep their copies but lose the actor's id."""
+
+from __future__ import annotations
+
+import psycopg
+from tests.integration.memories.conftest import Backend
+
+from engram.identity import Caller
+from engram.memories.models import ERASED_ACTOR, Scope
+from engram.memories.ports import AccessContext
+
+ALICE = Caller(user_id="alice", team_id="t1")
+ALICE_ADMIN = Caller(user_id="alice", team_id="t1", is_team_admin=True)
+BOB = Caller(user_id="bob", team_id="t1")
+ROOT = Caller(user_id="root", team_id="t1", is_team_admin=True)
+AUDITOR = AccessContext("t1", "auditor", elevated=True)
+
+
+def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
+    backend: Backend,
+) -> None:
+    svc = backend.service()
+    # alice's own memories: edited, deleted, and one proposal a team admin approved
+    kept, _ = svc.save(ALICE, key="diagnosis", value="private medical detail")
+    svc.update(ALICE, kept.id, value="another private detail")
+    gone, _ = svc.save(ALICE, key="address", value="private street 1")
+    svc.update(ALICE, gone.id, value="private street 2")
+    svc.delete(ALICE, gone.id)
+    proposal = svc.propose("t1", "alice", "chef", "allergy", "private peanuts", 0.8, "c1")
+    assert proposal is not None
+    assert proposal.scope is Scope.PERSONA_USER
+    svc.approve(ROOT, proposal.id)
+    # bob's memory, edited by bob and (as a team admin) reviewed by alice: stays
+    bobs = svc.propose("t1", "bob", None, "pet", "a cat", 0.8, "c2")
+    assert bobs is not None
+    svc.approve(ALICE_ADMIN, bobs.id, value="a black cat")
+    svc.update(BOB, bobs.id, value="two cats")
+    team_memory, _ = svc.save(ROOT, key="menu", value="soup", persona_id="chef", scope="persona")
+    svc.update(ALICE_ADMIN, team_memory.id, value="soup and bread")
+
+    svc.erase(ALICE)
+
+    for memory_id in (kept.id, gone.id, proposal.id):
+        assert backend.store.list_actions(AUDITOR, memory_id) == []
+    bob_trail = backend.store.list_actions(AUDITOR, bobs.id)
+    assert [(a.action, a.actor_id) for a in bob_trail] == [
+        ("approve", ERASED_ACTOR),
+        ("update", "bob"),
+    ]
+    assert bob_trail[1].after is not None
+    assert bob_trail[1].after["value"] == "two cats"
+    menu_trail = backend.store.list_actions(AUDITOR, team_memory.id)
+    assert [(a.action, a.actor_id) for a in menu_trail] == [("update", ERASED_ACTOR)]
+    if backend.url is not None:  # nothing left in the table itself, whatever the RLS
+        with psycopg.connect(backend.url) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM review_actions WHERE actor_id = 'alice'"
+                " OR before::text LIKE '%private%' OR after::text LIKE '%private%'"
+            ).fetchone()
+        assert left == (0,)
+
+
+def test_erasure_leaves_other_teams_audit_alone(backend: Backend) -> None:
+    svc = backend.service()
+    other = Caller(user_id="alice", team_id="t2")
+    mine, _ = svc.save(other, key="k", value="v1")
+    svc.update(other, mine.id, value="v2")
+    svc.erase(ALICE)  # alice of t1
+    trail = backend.store.list_actions(AccessContext("t2", "auditor", elevated=True), mine.id)
+    assert [(a.action, a.actor_id) for a in trail] == [("update", "alice")]
