@@ -124,7 +124,7 @@ class LocalEngram:
         import psycopg
 
         with psycopg.connect(self.database_url, autocommit=True, connect_timeout=10) as conn:
-            return list(conn.execute(query, params).fetchall())  # type: ignore[arg-type]
+            return list(conn.execute(query, params).fetchall())
 
     def redis_keys(self, needle: str) -> list[str]:
         """Every key of this service's Redis database whose name contains ``needle``."""
@@ -151,6 +151,24 @@ class LocalEngram:
             with contextlib.suppress(Exception):
                 client.close(timeout=2)
         self._clients.clear()
+
+
+def pending_from_transcript(
+    service: LocalEngram, tenant: Tenant, conversation: str, text: str, needle: str
+) -> dict[str, Any]:
+    """A ``pending_review`` memory made the way the service makes them: the user's transcript
+    goes to the extraction queue (202); the maintenance job (on the local timer, every second
+    here) runs the rule-based extractor and proposes it for review."""
+    alice = service.user_client(tenant.user, tenant.team)
+    queued = alice.send_transcript(conversation, [{"role": "user", "content": text}])
+    assert queued == {"queued": True, "conversationId": conversation, "messages": 1}
+    admin = service.user_client(tenant.admin, tenant.team, admin=True)
+
+    def probe() -> dict[str, Any] | None:
+        found = [m for m in admin.review_queue() if needle in m["value"]]
+        return found[0] if found else None
+
+    return eventually(probe, timeout_s=30, every_s=0.5)
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:

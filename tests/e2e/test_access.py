@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.e2e.harness import LocalEngram, Tenant, eventually
+from tests.e2e.harness import LocalEngram, Tenant, eventually, pending_from_transcript
 
 from engram.api.models import ROUTES
 from engram.local.tokens import TokenSigner
@@ -159,9 +159,9 @@ def test_another_users_ids_give_404_and_change_nothing(
 def test_review_ids_of_another_team_give_404(
     service: LocalEngram, tenant: Tenant, http: httpx.Client
 ):
-    from tests.e2e.test_flow import propose_pending
-
-    pending = propose_pending(service, tenant, "employer", "Acme Records")
+    pending = pending_from_transcript(
+        service, tenant, "conv-1", "My favourite editor is helix.", "helix"
+    )["id"]
     other_admin = service.token(tenant.admin, f"x{tenant.team}", admin=True)
     for action in ("approve", "reject"):
         response = call(http, "POST", f"/v1/review/{pending}/{action}", other_admin)

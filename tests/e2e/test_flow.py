@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.e2e.harness import LocalEngram, Tenant, eventually
+from tests.e2e.harness import LocalEngram, Tenant, eventually, pending_from_transcript
 
 from engram.client import EngramAPIError, EngramClient
 
@@ -239,52 +239,45 @@ def test_tools_with_model_style_arguments(service: LocalEngram, tenant: Tenant):
     assert [m["value"] for m in alice.recall()] == ["Alison"]
 
 
-def propose_pending(service: LocalEngram, tenant: Tenant, key: str, value: str) -> str:
-    """A ``pending_review`` memory, as the extraction job creates one: the v1 API has no route
-    that creates pending memories (saves are active; extraction is the only source), so the
-    test calls the extraction job's entry point, ``MemoryService.propose``, on the service's
-    own PostgreSQL."""
-    from engram.adapters.postgres.store import build_memory_service
-
-    memories, db = build_memory_service(service.settings, conninfo=service.database_url)
-    try:
-        memory = memories.propose(tenant.team, tenant.user, None, key, value, 0.7, "chan-1")
-    finally:
-        db.close()
-    assert memory is not None
-    return memory.id
-
-
-def test_review_approve_and_reject(service: LocalEngram, tenant: Tenant):
+def test_transcripts_become_pending_memories_that_admins_approve_or_reject(
+    service: LocalEngram, tenant: Tenant
+):
     alice = service.user_client(tenant.user, tenant.team)
     admin = service.user_client(tenant.admin, tenant.team, admin=True)
-    keep = propose_pending(service, tenant, "employer", "Acme Records")
-    drop = propose_pending(service, tenant, "hobby", "collecting vinyl")
+    keep = pending_from_transcript(
+        service, tenant, "conv-keep", "My favourite editor is helix.", "helix"
+    )
+    drop = pending_from_transcript(service, tenant, "conv-drop", "I live in Lisbon.", "Lisbon")
+    assert keep["status"] == "pending_review"
+    assert keep["sourceChannelId"] == "conv-keep"
+    assert keep["ownerId"] == tenant.user
 
     assert alice.recall() == []  # pending memories are not recalled
-    pending = {m["id"]: m for m in admin.review_queue()}
-    assert {keep, drop} <= set(pending)
-    assert pending[keep]["status"] == "pending_review"
-
     with pytest.raises(EngramAPIError) as err:
         alice.review_queue()
     assert err.value.status == 403
     with pytest.raises(EngramAPIError) as err:
-        alice.approve(keep)
+        alice.approve(keep["id"])
     assert err.value.status == 403
 
-    approved = admin.approve(keep)
+    approved = admin.approve(keep["id"])
     assert approved["status"] == "active"
-    rejected = admin.reject(drop)
+    rejected = admin.reject(drop["id"])
     assert rejected["status"] == "archived"
     remaining = {m["id"] for m in admin.review_queue()}
-    assert keep not in remaining
-    assert drop not in remaining
-    assert [m["key"] for m in alice.recall()] == ["employer"]
-    for call in (lambda: admin.approve(drop), lambda: admin.reject(keep)):
+    assert keep["id"] not in remaining
+    assert drop["id"] not in remaining
+    assert [m["value"] for m in alice.recall()] == ["helix"]
+    for call in (lambda: admin.approve(drop["id"]), lambda: admin.reject(keep["id"])):
         with pytest.raises(EngramAPIError) as err:
             call()
         assert err.value.status == 404  # no longer pending
+
+    # a rejected proposal is never resurrected by the same sentence in a later transcript
+    alice.send_transcript("conv-again", [{"role": "user", "content": "I live in Lisbon."}])
+    alice.send_transcript("conv-marker", [{"role": "user", "content": "I prefer tea over coffee."}])
+    eventually(lambda: any("tea" in m["value"] for m in admin.review_queue()), timeout_s=30)
+    assert not any("Lisbon" in m["value"] for m in admin.review_queue())
 
 
 def test_transcript_is_queued(service: LocalEngram, tenant: Tenant):
@@ -427,15 +420,11 @@ def test_erasure_leaves_nothing_of_the_user(service: LocalEngram, tenant: Tenant
     assert memory_rows(service, tenant.team, tenant.other_user) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DELETE /v1/me leaves review_actions rows (the audit of the user's own edits and "
-    "deletes, holding before/after copies of the memory values): erase_user deletes from "
-    "memories only",
-)
 def test_erasure_leaves_no_copy_of_the_users_memories_in_the_audit_trail(
     service: LocalEngram, tenant: Tenant
 ):
+    """The review/audit trail keeps before/after copies of memory values: erasure must remove
+    the user's rows there too (and leave no row naming the user as the actor)."""
     alice = service.user_client(tenant.user, tenant.team)
     memory = alice.save("diagnosis", "private medical detail")
     alice.update_memory(memory["id"], value="another private detail")
