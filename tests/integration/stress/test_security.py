@@ -492,6 +492,10 @@ def test_erasure_leaves_nothing_in_redis_or_postgres(live: Live, migrated_url: s
         "/v1/memories", json={"key": "tone", "value": f"{secret} formal", "personaId": "p1"}
     )
     assert res.status_code == 201, res.text
+    # edits and deletes leave audit rows (review_actions) that erasure must clear too
+    edited = alice.post("/v1/memories", json={"key": "diary", "value": f"{secret} one"}).json()
+    assert alice.patch(f"/v1/memories/{edited['id']}", json={"value": f"{secret} two"}).is_success
+    assert alice.delete(f"/v1/memories/{edited['id']}").status_code == 204
     assert live.queue.drain(10)
     assert alice.post("/v1/sessions", json={}).json()["facts"]
     assert bob.post("/v1/sessions", json={}).json()["facts"]
