@@ -396,6 +396,8 @@ def test_erasure_leaves_nothing_of_the_user(service: LocalEngram, tenant: Tenant
     alice_identity = tenant.identity
     bob_identity = f"{tenant.team}:{tenant.other_user}"
     assert service.redis_keys(alice_identity)
+    assert service.redis_mentions(alice_identity)  # the scanners do see the user's data
+    assert "memories: 2 rows" in service.postgres_mentions(tenant.user)
     assert memory_rows(service, tenant.team, tenant.user) == 2
 
     receipt = alice.erase()
@@ -406,6 +408,10 @@ def test_erasure_leaves_nothing_of_the_user(service: LocalEngram, tenant: Tenant
     assert counts["observations"] >= 1
 
     assert service.redis_keys(alice_identity) == []
+    # nor in any value of any key (index sets, streams, hashes...)
+    assert service.redis_mentions(alice_identity) == []
+    # every PostgreSQL table but the erasure log (which records that the erasure happened)
+    assert service.postgres_mentions(tenant.user, except_tables=("erasures",)) == []
     assert memory_rows(service, tenant.team, tenant.user) == 0
     export = alice.export()
     assert export["memories"] == []
