@@ -9,7 +9,7 @@ This module imports no CDK code so it can be validated and unit-tested cheaply.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,6 +21,9 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
     "maintenance",
 )
 """The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
+
+TeamId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+"""A team id that can be part of a Cognito scope name (``engram/team.<team>``)."""
 
 
 class FunctionConfig(BaseModel):
@@ -94,6 +97,11 @@ class StageConfig(BaseModel):
     cognito_domain_prefix: str | None = Field(
         default=None, description="Hosted domain for the token endpoint; default engram-<stage>."
     )
+    service_teams: tuple[TeamId, ...] = Field(
+        default=(),
+        description="Teams with a machine client: each gets the scope engram/team.<team> and "
+        "its own client-credentials app client (service + team scopes).",
+    )
     # --- application settings passed as ENGRAM_* env vars ---------------------------------
     embedder: Literal["none", "bedrock"] = "bedrock"
     embedding_dimensions: int = Field(default=1024, ge=2, le=16_000)
@@ -119,6 +127,8 @@ class StageConfig(BaseModel):
             raise ValueError("ingest_batch_window_s: must be >= 1 when ingest_batch_size > 10")
         if (self.domain_name is None) != (self.certificate_arn is None):
             raise ValueError("domain_name: set together with certificate_arn, or neither")
+        if len(set(self.service_teams)) != len(self.service_teams):
+            raise ValueError("service_teams: each team at most once")
         return self
 
     def function(self, name: str) -> FunctionConfig:
@@ -139,6 +149,7 @@ STAGES: dict[str, StageConfig] = {
         embedder="none",
         extractor="rules",
         log_level="DEBUG",
+        service_teams=("dev",),
     ),
     "staging": StageConfig(
         name="staging",

@@ -3,6 +3,7 @@ the deploy-time migration."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ METRICS_NAMESPACE = "Engram"
 RESOURCE_SERVER_ID = "engram"
 SERVICE_SCOPE_NAME = "service"
 TEAM_ATTRIBUTE = "team"  # the token claim is custom:team
+TEAM_SCOPE_PREFIX = "team."  # engram/team.<team>: a service token's team (engram.api.identity)
 ADMIN_GROUP = "engram-admins"
 TEAM_ADMIN_GROUP = "engram-team-admins"
 
@@ -96,6 +98,8 @@ DATABASE_USERS = frozenset({"ingest", "session", "memories", "maintenance"})
 BEDROCK_USERS = frozenset({"session", "memories", "maintenance"})
 INGEST_SENDERS = frozenset({"ingest"})
 EXTRACTION_SENDERS = frozenset({"ingest"})
+EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
+MAINTENANCE_CONCURRENCY = 1  # reserved concurrency: a single maintenance run at a time
 
 SCHEDULES: dict[str, str] = {
     "MaintenanceFrequent": "frequent",  # extraction drain, pruning
@@ -201,8 +205,19 @@ class ServiceStack(Stack):
             scope_name=SERVICE_SCOPE_NAME,
             scope_description="Machine clients acting for users of their own team",
         )
+        # A client-credentials token has no team claim: the API takes the service's team from
+        # exactly one scope engram/team.<team> (engram.api.identity), one per configured team.
+        team_scopes = {
+            team: cognito.ResourceServerScope(
+                scope_name=f"{TEAM_SCOPE_PREFIX}{team}",
+                scope_description=f"Machine clients of team {team}",
+            )
+            for team in config.service_teams
+        }
         resource_server = self.user_pool.add_resource_server(
-            "Api", identifier=RESOURCE_SERVER_ID, scopes=[service_scope]
+            "Api",
+            identifier=RESOURCE_SERVER_ID,
+            scopes=[service_scope, *team_scopes.values()],
         )
         self.service_scope = f"{RESOURCE_SERVER_ID}/{SERVICE_SCOPE_NAME}"
         domain = self.user_pool.add_domain(
@@ -224,7 +239,10 @@ class ServiceStack(Stack):
                 email=True, fullname=True
             ),
         )
-        # Chat backends: client credentials with the service scope.
+        # Chat backends: client credentials with the service scope. This client's tokens carry
+        # no team: they are accepted only once a pre-token-generation trigger (V3, not part of
+        # this stack) adds the team claim. Each configured team also gets its own client
+        # granted the service scope and exactly one team scope.
         self.service_client = self.user_pool.add_client(
             "ServiceClient",
             generate_secret=True,
@@ -234,6 +252,22 @@ class ServiceStack(Stack):
             ),
             prevent_user_existence_errors=True,
         )
+        self.team_clients: dict[str, cognito.UserPoolClient] = {
+            team: self.user_pool.add_client(
+                f"ServiceClient{_construct_suffix(team)}",
+                user_pool_client_name=f"engram-{config.name}-service-{team}",
+                generate_secret=True,
+                o_auth=cognito.OAuthSettings(
+                    flows=cognito.OAuthFlows(client_credentials=True),
+                    scopes=[
+                        cognito.OAuthScope.resource_server(resource_server, service_scope),
+                        cognito.OAuthScope.resource_server(resource_server, scope),
+                    ],
+                ),
+                prevent_user_existence_errors=True,
+            )
+            for team, scope in team_scopes.items()
+        }
 
         # --- functions ---------------------------------------------------------------------
         self.layer = lambda_.LayerVersion(
@@ -284,6 +318,10 @@ class ServiceStack(Stack):
             env.update(redis_env if name in REDIS_USERS else {})
             env.update(database_env if name in DATABASE_USERS else {})
             env.update(queue_env)
+            if name in EXTRACTION_DEAD_LETTERERS:
+                env["ENGRAM_EXTRACTION_DLQ_URL"] = self.extraction.dlq.queue_url
+                # dead-letter on the delivery SQS would be the last before its own redrive
+                env["ENGRAM_EXTRACTION_MAX_RECEIVES"] = str(config.max_receive_count)
             return env
 
         def make(spec: FunctionSpec, sizing: FunctionConfig, env: Mapping[str, str]) -> Any:
@@ -320,8 +358,15 @@ class ServiceStack(Stack):
                 max_concurrency=config.ingest_max_concurrency,
             )
         )
-        # The maintenance function drains the extraction queue itself (it polls).
-        self.extraction.queue.grant_consume_messages(self.functions["maintenance"])
+        # The maintenance function drains the extraction queue itself (it polls) and moves a
+        # transcript that keeps failing to the DLQ itself (Settings.extraction_max_receives,
+        # never above the queue's own maxReceiveCount). One run at a time: the drain, the
+        # sweeps and their cursors assume no concurrent maintenance run.
+        maintenance = self.functions["maintenance"]
+        self.extraction.queue.grant_consume_messages(maintenance)
+        cfn_maintenance = maintenance.node.default_child
+        assert isinstance(cfn_maintenance, lambda_.CfnFunction)
+        cfn_maintenance.reserved_concurrent_executions = MAINTENANCE_CONCURRENCY
 
         # --- schedules ---------------------------------------------------------------------
         every = events.Schedule.rate(Duration.minutes(config.maintenance_every_minutes))
@@ -371,6 +416,7 @@ class ServiceStack(Stack):
             jwt_audience=[
                 self.web_client.user_pool_client_id,
                 self.service_client.user_pool_client_id,
+                *(c.user_pool_client_id for c in self.team_clients.values()),
             ],
         )
         self.api = apigwv2.HttpApi(
@@ -454,6 +500,14 @@ class ServiceStack(Stack):
         }
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)
+        for team, client in self.team_clients.items():
+            CfnOutput(
+                self,
+                f"ServiceClientId{_construct_suffix(team)}",
+                value=client.user_pool_client_id,
+                description=f"Service client of team {team} (scopes {self.service_scope} "
+                f"{RESOURCE_SERVER_ID}/{TEAM_SCOPE_PREFIX}{team})",
+            )
 
         self._acknowledge()
 
@@ -466,6 +520,8 @@ class ServiceStack(Stack):
             self.ingest.queue.grant_send_messages(fn)
         if name in EXTRACTION_SENDERS:
             self.extraction.queue.grant_send_messages(fn)
+        if name in EXTRACTION_DEAD_LETTERERS:
+            self.extraction.dlq.grant_send_messages(fn)
         if name in BEDROCK_USERS:
             fn.add_to_role_policy(
                 iam.PolicyStatement(
@@ -541,3 +597,10 @@ class _AccessLogSettings:
 
 def _pascal(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _construct_suffix(team: str) -> str:
+    """A stable, unique construct/output id part for a team id (``acme-eu`` -> ``TeamAcmeeu``
+    plus a short hash, so ``acme-eu`` and ``acmeeu`` never collide)."""
+    readable = "".join(ch for ch in team.title() if ch.isalnum())[:40]
+    return f"Team{readable}{hashlib.sha256(team.encode()).hexdigest()[:8]}"

@@ -53,3 +53,19 @@ def test_visibility_timeouts_follow_the_consumers() -> None:
         assert (
             config.extraction_visibility_timeout_s >= 6 * config.function("maintenance").timeout_s
         )
+
+
+@pytest.mark.parametrize("team", ["", "a b", "acme/eu", "-acme", "x" * 65, 'qu"ote'])
+def test_service_teams_must_fit_a_cognito_scope_name(team: str) -> None:
+    with pytest.raises(ValidationError) as error:
+        StageConfig(name="dev", service_teams=(team,))
+    assert error.value.errors()[0]["loc"][0] == "service_teams"
+
+
+def test_service_teams_are_unique() -> None:
+    with pytest.raises(ValidationError, match="service_teams"):
+        StageConfig(name="dev", service_teams=("acme", "acme"))
+    assert StageConfig(name="dev", service_teams=("acme", "acme-eu.2")).service_teams == (
+        "acme",
+        "acme-eu.2",
+    )

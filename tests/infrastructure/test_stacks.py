@@ -17,6 +17,8 @@ from infra.constructs.nag import acknowledge, enable_aws_solutions
 from infra.stacks.service import ROUTES
 from tests.infrastructure.synth import Synthesized
 
+from engram.settings import Settings
+
 pytestmark = pytest.mark.infrastructure
 
 HEALTH = "GET /v1/health"
@@ -231,6 +233,88 @@ def test_maintenance_may_drain_the_extraction_queue(prod: Synthesized) -> None:
         for action in _as_list(statement["Action"])
     }
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage"} <= granted
+
+
+def _policy_actions_on(synth: Synthesized, function: str, resource: str) -> set[str]:
+    role = _ref(_engram_functions(synth)[function]["Properties"]["Role"])
+    return {
+        action
+        for policy in synth.resources("AWS::IAM::Policy", "Service").values()
+        if role in {_ref(r) for r in policy["Properties"]["Roles"]}
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if resource in json.dumps(statement["Resource"])
+        for action in _as_list(statement["Action"])
+    }
+
+
+def test_maintenance_dead_letters_to_the_extraction_dlq_one_run_at_a_time(
+    prod: Synthesized,
+) -> None:
+    functions = _engram_functions(prod)
+    maintenance = _function_named(prod, "maintenance")
+    queues = prod.resources("AWS::SQS::Queue", "Service")
+    extraction = next(
+        k
+        for k, q in queues.items()
+        if k.startswith("Extraction") and "RedrivePolicy" in q["Properties"]
+    )
+    redrive = queues[extraction]["Properties"]["RedrivePolicy"]
+    dlq = _ref(redrive["deadLetterTargetArn"])
+    variables = functions[maintenance]["Properties"]["Environment"]["Variables"]
+    assert _ref(variables["ENGRAM_EXTRACTION_DLQ_URL"]) == dlq
+    assert "sqs:SendMessage" in _policy_actions_on(prod, maintenance, dlq)
+    assert functions[maintenance]["Properties"]["ReservedConcurrentExecutions"] == 1
+    # The job dead-letters itself at extraction_max_receives; SQS must not redrive earlier.
+    app_receives = int(variables["ENGRAM_EXTRACTION_MAX_RECEIVES"])
+    assert app_receives >= Settings.model_fields["extraction_max_receives"].default
+    assert redrive["maxReceiveCount"] >= app_receives
+    for logical_id, fn in functions.items():
+        if logical_id != maintenance:
+            assert "ENGRAM_EXTRACTION_DLQ_URL" not in fn["Properties"]["Environment"]["Variables"]
+            assert "sqs:SendMessage" not in _policy_actions_on(prod, logical_id, dlq)
+
+
+def _scope_names(synth: Synthesized) -> set[str]:
+    (server,) = synth.resources("AWS::Cognito::UserPoolResourceServer", "Service").values()
+    assert server["Properties"]["Identifier"] == "engram"
+    return {scope["ScopeName"] for scope in server["Properties"]["Scopes"]}
+
+
+def _client_scopes(client: dict[str, Any]) -> set[str]:
+    """``engram/<scope>`` names of a client's AllowedOAuthScopes (Fn::Join of the server)."""
+    found = set()
+    for scope in client["Properties"].get("AllowedOAuthScopes", []):
+        _, parts = scope["Fn::Join"]
+        found.add("engram" + parts[-1])
+    return found
+
+
+def test_service_tokens_get_their_team_from_exactly_one_team_scope(
+    dev: Synthesized, prod: Synthesized
+) -> None:
+    # docs/api.md: a client-credentials token's team is its one scope engram/team.<team>
+    assert STAGES["dev"].service_teams == ("dev",)
+    assert _scope_names(dev) == {"service", "team.dev"}
+    assert _scope_names(prod) == {"service"}  # prod configures no team clients
+    clients = dev.resources("AWS::Cognito::UserPoolClient", "Service")
+    machine = {
+        k: _client_scopes(c)
+        for k, c in clients.items()
+        if c["Properties"].get("AllowedOAuthFlows") == ["client_credentials"]
+    }
+    team_clients = [
+        k for k, scopes in machine.items() if scopes == {"engram/service", "engram/team.dev"}
+    ]
+    assert len(team_clients) == 1
+    # the generic client has no team scope (its tokens need a pre-token-generation trigger)
+    assert sorted(machine.values(), key=len)[0] == {"engram/service"}
+    for scopes in machine.values():
+        assert len([s for s in scopes if s.startswith("engram/team.")]) <= 1
+    (authorizer,) = dev.resources("AWS::ApiGatewayV2::Authorizer", "Service").values()
+    audience = {_ref(a) for a in authorizer["Properties"]["JwtConfiguration"]["Audience"]}
+    assert set(machine) <= audience
+    outputs = dev.template("Service")["Outputs"]
+    assert {"Ref": team_clients[0]} in [o["Value"] for o in outputs.values()]
 
 
 def test_schedules_target_the_maintenance_function(prod: Synthesized) -> None:
