@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -313,4 +314,8 @@ def run_local_service(
         yield service
     finally:
         service.close_clients()
-        _stop(proc)
+        code = _stop(proc)
+        if code != 0:
+            print(f"engram serve exited with {code}; last log lines:\n{service.log_tail()}")
+        if not os.environ.get("ENGRAM_E2E_KEEP_DATA"):
+            shutil.rmtree(data_dir, ignore_errors=True)

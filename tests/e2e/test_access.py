@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -64,12 +62,17 @@ def http(service: LocalEngram) -> Any:
         yield client
 
 
-def bad_tokens(service: LocalEngram, tenant: Tenant) -> dict[str, str | None]:
-    foreign = TokenSigner(
-        Path(tempfile.mkdtemp(prefix="engram-foreign-key-")),
+@pytest.fixture(scope="module")
+def foreign_signer(service: LocalEngram, tmp_path_factory: pytest.TempPathFactory) -> TokenSigner:
+    """A signer with a key of our own: same issuer, audience and claims, wrong key."""
+    return TokenSigner(
+        tmp_path_factory.mktemp("foreign-key"),
         audience=service.settings.local_audience,
         settings=service.settings,
     )
+
+
+def bad_tokens(service: LocalEngram, tenant: Tenant, foreign: TokenSigner) -> dict[str, str | None]:
     return {
         "missing": None,
         "expired": service.token(tenant.user, tenant.team, ttl_s=-120),
@@ -81,10 +84,14 @@ def bad_tokens(service: LocalEngram, tenant: Tenant) -> dict[str, str | None]:
 
 @pytest.mark.parametrize("route", AUTHENTICATED, ids=lambda r: r.route_key)
 def test_every_authenticated_route_refuses_bad_tokens_with_401(
-    service: LocalEngram, tenant: Tenant, http: httpx.Client, route: Any
+    service: LocalEngram,
+    tenant: Tenant,
+    http: httpx.Client,
+    route: Any,
+    foreign_signer: TokenSigner,
 ):
     body = SAMPLE_BODIES.get(route.route_key)
-    for what, token in bad_tokens(service, tenant).items():
+    for what, token in bad_tokens(service, tenant, foreign_signer).items():
         response = call(http, route.method, concrete(route.path), token, body=body)
         assert response.status_code == 401, (what, response.text)
         error = response.json()["error"]
