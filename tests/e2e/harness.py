@@ -47,7 +47,7 @@ def _redis_url(base: str, db: int) -> str:
 
 
 def eventually(
-    probe: Callable[[], T | None], *, timeout_s: float = 15.0, every_s: float = 0.2
+    probe: Callable[[], T | None], *, timeout_s: float = 45.0, every_s: float = 0.2
 ) -> T:
     """Poll ``probe`` a bounded number of times until it returns something truthy."""
     deadline = time.monotonic() + timeout_s
@@ -225,7 +225,7 @@ def pending_from_transcript(
         found = [m for m in admin.review_queue() if needle in m["value"]]
         return found[0] if found else None
 
-    return eventually(probe, timeout_s=30, every_s=0.5)
+    return eventually(probe, timeout_s=60, every_s=0.5)
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> None:

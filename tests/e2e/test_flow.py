@@ -21,7 +21,7 @@ def emit_work(client: EngramClient) -> None:
     for _ in range(3):
         client.emit_tool("get_account", ok=True, duration_ms=120, result=ACCOUNT_RESULT)
     client.emit_tool("search_docs", ok=False, duration_ms=900, error="timeout")
-    assert client.drain(timeout=15), "emitted events were not delivered"
+    assert client.drain(timeout=60), "emitted events were not delivered"
     assert client.failed_events == 0
     assert client.dropped == 0
     assert client.sent_events == 5
@@ -35,7 +35,7 @@ def session_with(client: EngramClient, subjects: set[str], **kwargs: Any) -> dic
         found = {f["subject"] for f in session["facts"]}
         return session if subjects <= found else None
 
-    return eventually(probe, timeout_s=20, every_s=0.3)
+    return eventually(probe, timeout_s=45, every_s=0.3)
 
 
 def test_accepted_events_become_facts_in_the_next_session(service: LocalEngram, tenant: Tenant):
@@ -276,7 +276,7 @@ def test_transcripts_become_pending_memories_that_admins_approve_or_reject(
     # a rejected proposal is never resurrected by the same sentence in a later transcript
     alice.send_transcript("conv-again", [{"role": "user", "content": "I live in Lisbon."}])
     alice.send_transcript("conv-marker", [{"role": "user", "content": "I prefer tea over coffee."}])
-    eventually(lambda: any("tea" in m["value"] for m in admin.review_queue()), timeout_s=30)
+    eventually(lambda: any("tea" in m["value"] for m in admin.review_queue()), timeout_s=60)
     assert not any("Lisbon" in m["value"] for m in admin.review_queue())
 
 
