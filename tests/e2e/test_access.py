@@ -78,6 +78,8 @@ def bad_tokens(service: LocalEngram, tenant: Tenant, foreign: TokenSigner) -> di
         "expired": service.token(tenant.user, tenant.team, ttl_s=-120),
         "wrongly signed": foreign.issue(tenant.user, tenant.team),
         "wrong audience": service.token(tenant.user, tenant.team, audience="someone-else"),
+        "wrong issuer": service.token(tenant.user, tenant.team, extra_claims={"iss": "evil"}),
+        "no team": service.token(tenant.user, None),
         "garbage": "not.a.jwt",
     }
 
