@@ -12,6 +12,7 @@ from typing import Any
 
 from engram.api.http import json_response
 from engram.api.models import (
+    ApproveRequest,
     ExtractionSettingsOut,
     FactsResponse,
     HealthResponse,
@@ -21,6 +22,8 @@ from engram.api.models import (
     MemorySaveRequest,
     PersonaRequest,
     PersonaResponse,
+    RetentionSettingsOut,
+    ReviewListQuery,
     ReviewListResponse,
     TeamSettingsRequest,
     TeamSettingsResponse,
@@ -153,7 +156,11 @@ def post_tool(req: Request) -> dict[str, Any]:
     name = _id(req, "name")
     body = req.body(ToolCallRequest, empty_as_object=True)
     result = req.container.memories.execute_tool(
-        caller, name, dict(body.arguments), persona_id=body.persona_id
+        caller,
+        name,
+        dict(body.arguments),
+        persona_id=body.persona_id,
+        source_channel_id=body.source_channel_id,
     )
     payload = result.model_dump(mode="json", by_alias=True)
     payload["memories"] = [memory_out(m).model_dump(mode="json") for m in result.memories]
@@ -163,17 +170,24 @@ def post_tool(req: Request) -> dict[str, Any]:
 # --- review --------------------------------------------------------------------------------
 def get_review(req: Request) -> dict[str, Any]:
     caller = req.caller
-    params = req.query()
-    unknown = sorted(set(params) - {"personaId"})
-    if unknown:
-        raise InvalidInput(unknown[0], "unknown query parameter")
-    page = req.container.memories.list_pending(caller, persona_id=params.get("personaId"))
-    return json_response(200, ReviewListResponse(memories=[memory_out(m) for m in page.memories]))
+    query = ReviewListQuery.model_validate(req.query())
+    page = req.container.memories.list_pending(
+        caller, persona_id=query.persona_id, limit=query.limit, cursor=query.cursor
+    )
+    return json_response(
+        200,
+        ReviewListResponse(
+            memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
+        ),
+    )
 
 
 def approve(req: Request) -> dict[str, Any]:
     caller = req.caller
-    return json_response(200, memory_out(req.container.memories.approve(caller, _id(req, "id"))))
+    memory_id = _id(req, "id")
+    body = req.body(ApproveRequest, empty_as_object=True)
+    memory = req.container.memories.approve(caller, memory_id, key=body.key, value=body.value)
+    return json_response(200, memory_out(memory))
 
 
 def reject(req: Request) -> dict[str, Any]:
@@ -182,6 +196,13 @@ def reject(req: Request) -> dict[str, Any]:
 
 
 # --- personas and team settings ------------------------------------------------------------
+def _retention_out(rule: Any) -> RetentionSettingsOut:
+    return RetentionSettingsOut(
+        archive_after_days=rule.archive_after_days,
+        delete_archived_after_days=rule.delete_archived_after_days,
+    )
+
+
 def _persona_out(persona: Any) -> PersonaResponse:
     return PersonaResponse(
         persona_id=persona.persona_id,
@@ -191,6 +212,7 @@ def _persona_out(persona: Any) -> PersonaResponse:
         extraction=ExtractionSettingsOut(
             enabled=persona.extraction.enabled, prompt=persona.extraction.prompt
         ),
+        retention=_retention_out(persona.retention),
         updated_at=epoch_ms(persona.updated_at) if persona.updated_at else None,
     )
 
@@ -199,9 +221,13 @@ def put_persona(req: Request) -> dict[str, Any]:
     caller = req.caller
     persona_id = _id(req, "personaId")
     body = req.body(PersonaRequest)
-    persona = req.container.memories.put_persona(
-        caller, persona_id, body.model_dump(mode="json", by_alias=True)
-    )
+    # ``retention`` left out keeps the stored rules, so it is passed only when sent
+    config = body.model_dump(mode="json", by_alias=True, exclude={"retention"})
+    if "retention" in body.model_fields_set:
+        config["retention"] = (
+            None if body.retention is None else body.retention.model_dump(by_alias=True)
+        )
+    persona = req.container.memories.put_persona(caller, persona_id, config)
     return json_response(200, _persona_out(persona))
 
 
@@ -214,12 +240,20 @@ def get_persona(req: Request) -> dict[str, Any]:
 def put_team_settings(req: Request) -> dict[str, Any]:
     caller = req.caller
     body = req.body(TeamSettingsRequest)
-    saved = req.container.memories.put_team_settings(caller, memory_enabled=body.memory_enabled)
+    changes: dict[str, Any] = {}
+    if "retention" in body.model_fields_set:  # left out keeps the stored rules
+        changes["retention"] = (
+            None if body.retention is None else body.retention.model_dump(by_alias=True)
+        )
+    saved = req.container.memories.put_team_settings(
+        caller, memory_enabled=body.memory_enabled, **changes
+    )
     return json_response(
         200,
         TeamSettingsResponse(
             team_id=caller.team_id,
             memory_enabled=saved.memory_enabled,
+            retention=_retention_out(saved.retention),
             updated_at=epoch_ms(saved.updated_at) if saved.updated_at else None,
         ),
     )

@@ -387,8 +387,22 @@ class EngramClient:
         result: list[dict[str, Any]] = self.request("GET", "/v1/review")["memories"]
         return result
 
-    def approve(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self.request("POST", f"/v1/review/{_seg(memory_id)}/approve")
+    def review_page(
+        self, *, persona_id: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """One page of pending memories: ``{memories, nextCursor}``."""
+        params = {"personaId": persona_id, "limit": limit, "cursor": cursor}
+        result: dict[str, Any] = self.request("GET", "/v1/review", params=params)
+        return result
+
+    def approve(
+        self, memory_id: str, *, key: str | None = None, value: str | None = None
+    ) -> dict[str, Any]:
+        """Approve a pending memory, with ``key`` / ``value`` edited first when given."""
+        edits = _compact(key=key, value=value)
+        result: dict[str, Any] = self.request(
+            "POST", f"/v1/review/{_seg(memory_id)}/approve", json=edits or None
+        )
         return result
 
     def reject(self, memory_id: str) -> dict[str, Any]:
@@ -403,12 +417,17 @@ class EngramClient:
         memory_enabled: bool = True,
         extraction_enabled: bool = False,
         extraction_prompt: str | None = None,
+        retention: Mapping[str, int | None] | None = None,
     ) -> dict[str, Any]:
-        body = {
+        """``retention`` (``{archiveAfterDays, deleteArchivedAfterDays}``, each days or None)
+        replaces the persona's retention rules; left out, they stay as they are."""
+        body: dict[str, Any] = {
             "allowedGroups": list(allowed_groups),
             "memoryEnabled": memory_enabled,
             "extraction": _compact(enabled=extraction_enabled, prompt=extraction_prompt),
         }
+        if retention is not None:
+            body["retention"] = dict(retention)
         result: dict[str, Any] = self.request("PUT", f"/v1/personas/{_seg(persona_id)}", json=body)
         return result
 
@@ -416,10 +435,14 @@ class EngramClient:
         result: dict[str, Any] = self.request("GET", f"/v1/personas/{_seg(persona_id)}")
         return result
 
-    def set_team_memory(self, memory_enabled: bool) -> dict[str, Any]:
-        result: dict[str, Any] = self.request(
-            "PUT", "/v1/settings/team", json={"memoryEnabled": memory_enabled}
-        )
+    def set_team_memory(
+        self, memory_enabled: bool, *, retention: Mapping[str, int | None] | None = None
+    ) -> dict[str, Any]:
+        """``retention`` as for :meth:`put_persona` (the team's rules)."""
+        body: dict[str, Any] = {"memoryEnabled": memory_enabled}
+        if retention is not None:
+            body["retention"] = dict(retention)
+        result: dict[str, Any] = self.request("PUT", "/v1/settings/team", json=body)
         return result
 
     def export(self) -> dict[str, Any]:

@@ -437,8 +437,35 @@ class QueuedResponse(ResponseModel):
 
 
 # --- review --------------------------------------------------------------------------------
+MAX_REVIEW_PAGE = 100
+DEFAULT_REVIEW_PAGE = 50
+
+
+class ReviewListQuery(QueryModel):
+    """``GET /v1/review?personaId=&limit=&cursor=``: one page of pending memories, oldest
+    first; pass ``nextCursor`` back as ``cursor`` for the next page."""
+
+    persona_id: Identifier | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_REVIEW_PAGE)] = DEFAULT_REVIEW_PAGE
+    cursor: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+
+    @field_validator("cursor")
+    @classmethod
+    def _cursor_text(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control(_clean_text(value))
+
+
 class ReviewListResponse(ResponseModel):
     memories: list[MemoryOut]
+    next_cursor: str | None = None
+
+
+class ApproveRequest(RequestModel):
+    """``POST /v1/review/{id}/approve``: optional edits applied before approving (no body, or
+    ``{}``, approves as proposed)."""
+
+    key: MemoryKey | None = None
+    value: MemoryValue | None = None
 
 
 # --- personas and team settings ------------------------------------------------------------
@@ -452,12 +479,34 @@ class ExtractionSettings(RequestModel):
         return None if value is None else _clean_text(value)
 
 
+MAX_RETENTION_DAYS = 36_500
+RetentionDays = Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
+
+
+class RetentionSettings(RequestModel):
+    """Memory retention rules; ``null`` (or left out) means no such rule."""
+
+    archive_after_days: RetentionDays | None = Field(
+        default=None, description="Archive active memories not updated for this many days."
+    )
+    delete_archived_after_days: RetentionDays | None = Field(
+        default=None, description="Hard-delete archived memories not updated for this many days."
+    )
+
+
+class RetentionSettingsOut(ResponseModel):
+    archive_after_days: int | None = None
+    delete_archived_after_days: int | None = None
+
+
 class PersonaRequest(RequestModel):
-    """``PUT /v1/personas/{personaId}`` (admins)."""
+    """``PUT /v1/personas/{personaId}`` (admins). ``retention`` left out keeps the persona's
+    retention rules; ``null`` removes them."""
 
     allowed_groups: list[Name] = Field(default_factory=list, max_length=MAX_GROUPS)
     memory_enabled: bool = True
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    retention: RetentionSettings | None = None
 
 
 class ExtractionSettingsOut(ResponseModel):
@@ -471,16 +520,22 @@ class PersonaResponse(ResponseModel):
     allowed_groups: list[str]
     memory_enabled: bool
     extraction: ExtractionSettingsOut
+    retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
     updated_at: int | None = None
 
 
 class TeamSettingsRequest(RequestModel):
+    """``PUT /v1/settings/team`` (team admins). ``retention`` left out keeps the team's
+    retention rules; ``null`` removes them."""
+
     memory_enabled: bool
+    retention: RetentionSettings | None = None
 
 
 class TeamSettingsResponse(ResponseModel):
     team_id: str
     memory_enabled: bool
+    retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
     updated_at: int | None = None
 
 
@@ -533,6 +588,7 @@ class RouteSpec(BaseModel):
     response: type[BaseModel] | None = None
     status: int = 200
     auth: bool = True
+    body_required: bool = True
 
     @property
     def route_key(self) -> str:
@@ -626,13 +682,16 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
         method="GET",
         path="/v1/review",
-        summary="pending memories (admins)",
+        summary="pending memories, one page (admins)",
+        query=ReviewListQuery,
         response=ReviewListResponse,
     ),
     RouteSpec(
         method="POST",
         path="/v1/review/{id}/approve",
-        summary="approve (admins)",
+        summary="approve, optionally editing key/value first (admins)",
+        request=ApproveRequest,
+        body_required=False,
         response=MemoryOut,
     ),
     RouteSpec(
@@ -654,7 +713,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
         method="PUT",
         path="/v1/settings/team",
-        summary="team memory switch",
+        summary="team memory switch and retention",
         request=TeamSettingsRequest,
         response=TeamSettingsResponse,
     ),

@@ -86,7 +86,7 @@ def openapi_document() -> dict[str, Any]:
             op["parameters"] = params
         if route.request is not None:
             op["requestBody"] = {
-                "required": True,
+                "required": route.body_required,
                 "content": {"application/json": {"schema": keys[(route.request, "validation")]}},
             }
         ok: dict[str, Any] = {"description": "success"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -105,12 +105,31 @@ class ExtractionConfig(CamelModel):
     prompt: str | None = Field(default=None, max_length=8000)
 
 
+RETENTION_DAYS_MAX = 36_500
+RetentionDays = Annotated[int, Field(ge=1, le=RETENTION_DAYS_MAX)]
+
+
+class RetentionRule(CamelModel):
+    """Memory retention of a team or a persona: archive active memories untouched for
+    ``archive_after_days``; hard-delete archived ones untouched for
+    ``delete_archived_after_days``. ``None``: no such rule."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, strict=True
+    )
+
+    archive_after_days: RetentionDays | None = None
+    delete_archived_after_days: RetentionDays | None = None
+
+
 class PersonaConfig(CamelModel):
-    """The body of ``PUT /v1/personas/{personaId}``."""
+    """The body of ``PUT /v1/personas/{personaId}``. ``retention`` left out: the persona's
+    retention stays as it is; ``None``: no rules."""
 
     allowed_groups: list[str] = Field(default_factory=list, max_length=100)
     memory_enabled: bool = True
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    retention: RetentionRule | None = None
 
 
 class Persona(CamelModel):
@@ -121,6 +140,7 @@ class Persona(CamelModel):
     allowed_groups: list[str] = Field(default_factory=list)
     memory_enabled: bool = True
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    retention: RetentionRule = Field(default_factory=RetentionRule)
     updated_at: datetime | None = None
 
     def allows(self, groups: frozenset[str]) -> bool:
@@ -130,6 +150,7 @@ class Persona(CamelModel):
 class TeamSettings(CamelModel):
     team_id: str = Field(exclude=True)
     memory_enabled: bool = True
+    retention: RetentionRule = Field(default_factory=RetentionRule)
     updated_at: datetime | None = None
 
 

@@ -34,6 +34,7 @@ from engram.memories.models import (
     Persona,
     PersonaConfig,
     RecallRequest,
+    RetentionRule,
     ReviewAction,
     Scope,
     Status,
@@ -95,6 +96,8 @@ def _status(value: object) -> Status:
     except ValueError:
         raise InvalidInput("status", "use active, pending_review or archived") from None
 
+
+_KEEP: Any = object()  # "left out" for optional settings that keep their stored value
 
 ProposalOutcome = Literal["created", "refreshed", "dropped"]
 
@@ -272,10 +275,18 @@ class MemoryService:
         return _tool_definitions(fmt)
 
     def execute_tool(
-        self, caller: Caller, name: str, arguments: object, *, persona_id: str | None = None
+        self,
+        caller: Caller,
+        name: str,
+        arguments: object,
+        *,
+        persona_id: str | None = None,
+        source_channel_id: str | None = None,
     ) -> ToolResult:
         """Run a model's tool call. Bad arguments raise ``InvalidInput`` naming the argument;
-        an unknown tool raises ``NotFound``; a disabled memory gives ``ok=False`` text."""
+        an unknown tool raises ``NotFound``; a disabled memory gives ``ok=False`` text.
+        ``source_channel_id`` (the conversation the call came from) is the provenance of a
+        ``memory_save``; ``memory_recall`` ignores it."""
         if name == SAVE:
             args = parse_save_args(arguments)
             try:
@@ -285,6 +296,7 @@ class MemoryService:
                     value=args.value,
                     confidence=args.confidence,
                     persona_id=persona_id,
+                    source_channel_id=source_channel_id,
                 )
             except MemoryDisabled as exc:
                 return ToolResult(
@@ -368,14 +380,21 @@ class MemoryService:
             raise Forbidden("only team admins configure personas")
         pid = _text(persona_id, "personaId", ID_MAX)
         cfg = config if isinstance(config, PersonaConfig) else _persona_config(config)
+        ctx = context_for(caller)
+        if "retention" in cfg.model_fields_set:
+            retention = cfg.retention or RetentionRule()
+        else:  # left out: keep the persona's retention rules
+            current = self._personas.get_persona(ctx, pid)
+            retention = current.retention if current else RetentionRule()
         persona = Persona(
             persona_id=pid,
             team_id=caller.team_id,
             allowed_groups=list(cfg.allowed_groups),
             memory_enabled=cfg.memory_enabled,
             extraction=cfg.extraction,
+            retention=retention,
         )
-        return self._personas.put_persona(context_for(caller), persona)
+        return self._personas.put_persona(ctx, persona)
 
     def get_persona(self, caller: Caller, persona_id: str) -> Persona:
         """Admins see any persona of their team; the defaults when it was never configured."""
@@ -390,14 +409,32 @@ class MemoryService:
         found = self._personas.get_persona(system_context(team_id), persona_id)
         return found or Persona(persona_id=persona_id, team_id=team_id)
 
-    def put_team_settings(self, caller: Caller, *, memory_enabled: object) -> TeamSettings:
+    def put_team_settings(
+        self, caller: Caller, *, memory_enabled: object, retention: object = _KEEP
+    ) -> TeamSettings:
+        """Team admins. ``retention`` (a ``RetentionRule``, its camelCase dict, or ``None`` for
+        no rules) left out: the team's retention stays as it is."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins change team settings")
         if not isinstance(memory_enabled, bool):
             raise InvalidInput("memoryEnabled", "must be true or false")
+        ctx = context_for(caller)
+        if retention is _KEEP:
+            current = self._personas.get_team_settings(ctx)
+            rule = current.retention if current else RetentionRule()
+        else:
+            rule = _retention_rule(retention)
         return self._personas.put_team_settings(
-            context_for(caller), TeamSettings(team_id=caller.team_id, memory_enabled=memory_enabled)
+            ctx,
+            TeamSettings(team_id=caller.team_id, memory_enabled=memory_enabled, retention=rule),
         )
+
+    def get_team_settings(self, caller: Caller) -> TeamSettings:
+        """Team admins: the team's settings, or the defaults when never configured."""
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins read team settings")
+        found = self._personas.get_team_settings(context_for(caller))
+        return found or TeamSettings(team_id=caller.team_id)
 
     # --- the user's own data ----------------------------------------------------------------
     def _all(self, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
@@ -598,6 +635,17 @@ class MemoryService:
                 else never
             ),
         )
+
+
+def _retention_rule(raw: object) -> RetentionRule:
+    if raw is None:
+        return RetentionRule()
+    if isinstance(raw, RetentionRule):
+        return raw
+    try:
+        return RetentionRule.model_validate(raw)
+    except ValidationError as exc:
+        raise invalid_from(exc, prefix="retention.") from None
 
 
 def _persona_config(raw: dict[str, Any]) -> PersonaConfig:

@@ -30,6 +30,7 @@ from engram.memories.models import (
     NewMemory,
     Persona,
     RecallRequest,
+    RetentionRule,
     ReviewAction,
     Scope,
     Status,
@@ -445,6 +446,10 @@ class PostgresMemoryStore:
             extraction=ExtractionConfig(
                 enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]
             ),
+            retention=RetentionRule(
+                archive_after_days=r["archive_after_days"],
+                delete_archived_after_days=r["delete_archived_after_days"],
+            ),
             updated_at=r["updated_at"],
         )
 
@@ -453,12 +458,17 @@ class PostgresMemoryStore:
         with self._db.tenant(ctx) as conn:
             conn.execute(
                 "INSERT INTO personas (team_id, persona_id, allowed_groups, memory_enabled,"
-                " extraction_enabled, extraction_prompt, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (team_id, persona_id) DO UPDATE"
+                " extraction_enabled, extraction_prompt, archive_after_days,"
+                " delete_archived_after_days, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (team_id, persona_id) DO UPDATE"
                 " SET allowed_groups = EXCLUDED.allowed_groups,"
                 " memory_enabled = EXCLUDED.memory_enabled,"
                 " extraction_enabled = EXCLUDED.extraction_enabled,"
-                " extraction_prompt = EXCLUDED.extraction_prompt, updated_at = EXCLUDED.updated_at",
+                " extraction_prompt = EXCLUDED.extraction_prompt,"
+                " archive_after_days = EXCLUDED.archive_after_days,"
+                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
+                " updated_at = EXCLUDED.updated_at",
                 (
                     persona.team_id,
                     persona.persona_id,
@@ -466,6 +476,8 @@ class PostgresMemoryStore:
                     persona.memory_enabled,
                     persona.extraction.enabled,
                     persona.extraction.prompt,
+                    persona.retention.archive_after_days,
+                    persona.retention.delete_archived_after_days,
                     now,
                 ),
             )
@@ -474,21 +486,37 @@ class PostgresMemoryStore:
     def get_team_settings(self, ctx: AccessContext) -> TeamSettings | None:
         with self._db.tenant(ctx) as conn:
             r = conn.execute(
-                "SELECT memory_enabled, updated_at FROM team_settings WHERE team_id = %s",
+                "SELECT memory_enabled, updated_at, archive_after_days, delete_archived_after_days"
+                " FROM team_settings WHERE team_id = %s",
                 (ctx.team_id,),
             ).fetchone()
         if r is None:
             return None
-        return TeamSettings(team_id=ctx.team_id, memory_enabled=r[0], updated_at=r[1])
+        return TeamSettings(
+            team_id=ctx.team_id,
+            memory_enabled=r[0],
+            updated_at=r[1],
+            retention=RetentionRule(archive_after_days=r[2], delete_archived_after_days=r[3]),
+        )
 
     def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:
         now = self._now()
         with self._db.tenant(ctx) as conn:
             conn.execute(
-                "INSERT INTO team_settings (team_id, memory_enabled, updated_at)"
-                " VALUES (%s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
-                " SET memory_enabled = EXCLUDED.memory_enabled, updated_at = EXCLUDED.updated_at",
-                (settings.team_id, settings.memory_enabled, now),
+                "INSERT INTO team_settings (team_id, memory_enabled, archive_after_days,"
+                " delete_archived_after_days, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
+                " SET memory_enabled = EXCLUDED.memory_enabled,"
+                " archive_after_days = EXCLUDED.archive_after_days,"
+                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
+                " updated_at = EXCLUDED.updated_at",
+                (
+                    settings.team_id,
+                    settings.memory_enabled,
+                    settings.retention.archive_after_days,
+                    settings.retention.delete_archived_after_days,
+                    now,
+                ),
             )
         return settings.model_copy(update={"updated_at": now})
 

@@ -1,0 +1,80 @@
+"""MemoryService: retention rules on personas and team settings (kept when left out, cleared
+with None, bad days refused naming the field) and tool-call provenance, on the in-memory
+store."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.adapters.inmemory_memories import InMemoryMemoryStore
+from engram.clock import FakeClock
+from engram.errors import Forbidden, InvalidInput
+from engram.identity import Caller
+from engram.memories.models import RetentionRule
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+
+ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
+ALICE = Caller(user_id="alice", team_id="t1")
+
+
+@pytest.fixture
+def service() -> MemoryService:
+    store = InMemoryMemoryStore(FakeClock())
+    return MemoryService(store, store, settings=Settings(), clock=FakeClock())
+
+
+def test_persona_retention_kept_when_left_out_and_cleared_with_none(
+    service: MemoryService,
+) -> None:
+    set_ = service.put_persona(ADMIN, "chef", {"retention": {"archiveAfterDays": 30}})
+    assert set_.retention == RetentionRule(archive_after_days=30)
+    kept = service.put_persona(ADMIN, "chef", {"memoryEnabled": False})
+    assert (kept.memory_enabled, kept.retention.archive_after_days) == (False, 30)
+    assert service.get_persona(ADMIN, "chef").retention.archive_after_days == 30
+    cleared = service.put_persona(ADMIN, "chef", {"retention": None})
+    assert cleared.retention == RetentionRule()
+
+
+def test_team_retention_kept_when_left_out_and_cleared_with_none(service: MemoryService) -> None:
+    assert service.get_team_settings(ADMIN).retention == RetentionRule()
+    rule = {"archiveAfterDays": 90, "deleteArchivedAfterDays": 30}
+    saved = service.put_team_settings(ADMIN, memory_enabled=True, retention=rule)
+    assert saved.retention == RetentionRule(archive_after_days=90, delete_archived_after_days=30)
+    kept = service.put_team_settings(ADMIN, memory_enabled=False)
+    assert kept.retention == saved.retention
+    assert service.get_team_settings(ADMIN).memory_enabled is False
+    cleared = service.put_team_settings(ADMIN, memory_enabled=True, retention=None)
+    assert cleared.retention == RetentionRule()
+    with pytest.raises(Forbidden):
+        service.get_team_settings(ALICE)
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({"archiveAfterDays": 0}, "retention.archiveAfterDays"),
+        ({"deleteArchivedAfterDays": "7"}, "retention.deleteArchivedAfterDays"),
+        ({"archiveAfterDays": True}, "retention.archiveAfterDays"),
+        ({"archiveAfterDays": 36_501}, "retention.archiveAfterDays"),
+    ],
+)
+def test_bad_team_retention_names_the_field_and_stores_nothing(
+    service: MemoryService, rule: dict[str, object], field: str
+) -> None:
+    service.put_team_settings(ADMIN, memory_enabled=True, retention={"archiveAfterDays": 5})
+    with pytest.raises(InvalidInput) as error:
+        service.put_team_settings(ADMIN, memory_enabled=False, retention=rule)
+    assert error.value.field == field
+    stored = service.get_team_settings(ADMIN)
+    assert (stored.memory_enabled, stored.retention.archive_after_days) == (True, 5)
+
+
+def test_memory_save_tool_keeps_the_source_channel(service: MemoryService) -> None:
+    result = service.execute_tool(
+        ALICE, "memory_save", {"key": "editor", "value": "helix"}, source_channel_id="conv-7"
+    )
+    assert result.ok
+    assert result.memories[0].source_channel_id == "conv-7"
+    recalled = service.execute_tool(ALICE, "memory_recall", {}, source_channel_id="conv-8")
+    assert [m.source_channel_id for m in recalled.memories] == ["conv-7"]
