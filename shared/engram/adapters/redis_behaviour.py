@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, overload
 
 import redis
@@ -141,40 +142,53 @@ return added
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts pending
+# KEYS: state obs obsid obsts obsgone facts pending stage
 # ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before exp_pmaxts exp_gen
-#       n_pending, n_pending (field, count) pairs, n_up, n_up (id, json) pairs, deleted fact ids
+#       pending (the pending aggregate as read: ``field␞count␞`` repeated), then either
+#       ``stage`` (the whole new fact set was written to the stage hash in the same MULTI:
+#       it replaces the facts hash) or n_up, n_up (id, json) pairs, deleted fact ids.
 _COMMIT = (
     _PRUNE_LUA
     + r"""
 local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts', 'gen')
 if (st[4] or '') ~= ARGV[9] or tonumber(st[1] or '0') ~= tonumber(ARGV[1])
     or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[8])
   return -1
 end
-local i = 11
 if tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') == tonumber(ARGV[3]) then
   -- nothing arrived since the read: the pending aggregate is exactly what was consolidated
   redis.call('DEL', KEYS[7])
-  i = i + 2 * tonumber(ARGV[10])
 else
-  for _ = 1, tonumber(ARGV[10]) do
-    local field = ARGV[i]
-    if redis.call('HINCRBY', KEYS[7], field, -tonumber(ARGV[i + 1])) <= 0 then
-      redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
+  for field, count in string.gmatch(ARGV[10], '([^\30]+)\30([^\30]*)\30') do
+    if string.byte(field) ~= 108 then  -- not a label ('l')
+      if redis.call('HINCRBY', KEYS[7], field, -tonumber(count)) <= 0 then
+        redis.call('HDEL', KEYS[7], field, 'l\31' .. string.sub(field, 3))
+      end
     end
-    i = i + 2
   end
 end
-local nup = tonumber(ARGV[i])
-i = i + 1
-for _ = 1, nup do
-  redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-while i <= #ARGV do
-  redis.call('HDEL', KEYS[6], ARGV[i])
-  i = i + 1
+if ARGV[11] == 'stage' then
+  -- the fact set as read (the fence above proves it unchanged) with this round's changes
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    redis.call('RENAME', KEYS[8], KEYS[6])
+  else
+    redis.call('DEL', KEYS[6])
+  end
+else
+  -- many fields per HSET / HDEL call (chunks keep unpack well inside Lua's stack limit)
+  local i = 12
+  local last = 11 + 2 * tonumber(ARGV[11])
+  while i <= last do
+    local j = math.min(i + 999, last)
+    redis.call('HSET', KEYS[6], unpack(ARGV, i, j))
+    i = j + 1
+  end
+  while i <= #ARGV do
+    local j = math.min(i + 999, #ARGV)
+    redis.call('HDEL', KEYS[6], unpack(ARGV, i, j))
+    i = j + 1
+  end
 end
 redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4])
 if tonumber(st[3] or '0') == tonumber(ARGV[8]) then redis.call('HSET', KEYS[1], 'pmaxts', 0) end
@@ -217,23 +231,23 @@ return n
 """
 )
 
-# KEYS: state obs obsid obsts obsgone facts pending. Deletes everything; nothing lingers.
-# A consolidation that read before the erasure is fenced by the generation it read (gone).
+# KEYS: state obs obsid obsts obsgone facts pending stage. Deletes everything; nothing
+# lingers. A consolidation that read before the erasure is fenced by the generation it read.
 _ERASE = r"""
 local obs = redis.call('ZCARD', KEYS[2])
 local facts = redis.call('HLEN', KEYS[6])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 return {obs, facts}
 """
 
-# KEYS: state obs obsid obsts obsgone facts pending. Removes the identity only if it holds
-# no observation, no fact and nothing pending (atomic, so nothing arriving can be lost).
+# KEYS: state obs obsid obsts obsgone facts pending stage. Removes the identity only if it
+# holds no observation, no fact and nothing pending (atomic: nothing arriving can be lost).
 _REMOVE_IF_EMPTY = r"""
 if redis.call('ZCARD', KEYS[2]) > 0 or redis.call('HLEN', KEYS[6]) > 0
     or redis.call('HLEN', KEYS[7]) > 0 then
   return 0
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 return 1
 """
 
@@ -246,6 +260,8 @@ if score and tonumber(score) <= tonumber(ARGV[2]) then
 end
 return 0
 """
+
+STAGE_MIN_UPSERTS = 32
 
 _KEY_NAMES = ("state", "obs", "obsid", "obsts", "obsgone", "facts", "pending")
 
@@ -275,8 +291,63 @@ def _parse_facts(rows: Sequence[Any]) -> list[Fact]:
     return _FACTS_ADAPTER.validate_json(b"[" + b",".join(raw) + b"]")
 
 
+_FACT_HEAD = b'{"confidence":'
+_TAIL_START = b',"createdAt":'
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _fact_head(d: dict[str, Any]) -> str:
+    """The mutable fields of a stored fact, in a fixed order, up to the comma after them."""
+    ease = d["ease_factor"]
+    cursor = d["round_cursor"]
+    return (
+        f'{{"confidence":{d["confidence"]!r},"reinforcementCount":{d["reinforcement_count"]},'
+        f'"lastReinforcedAt":{d["last_reinforced_at"]},"updatedAt":{d["updated_at"]},'
+        f'"easeFactor":{"null" if ease is None else repr(ease)},'
+        f'"roundCursor":{"null" if cursor is None else cursor},'
+    )
+
+
+def _fact_tail(d: dict[str, Any]) -> str:
+    """The fields of a stored fact that never change after it is created."""
+    return (
+        f'"createdAt":{d["created_at"]},"id":{_dumps(d["id"])},'
+        f'"identityId":{_dumps(d["identity_id"])},"category":"{d["category"].value}",'
+        f'"subject":{_dumps(d["subject"])},"content":{_dumps(d["content"])}}}'
+    )
+
+
+def encode_fact(fact: Fact) -> bytes:
+    """The stored JSON of a fact: the same camelCase object as ``Fact.to_storage_json`` (and
+    read the same way), with the six fields a reinforcement changes first, ``easeFactor``
+    and ``roundCursor`` always present (``null`` when unset) — so a round rewriting a fact
+    it read re-encodes only those and reuses the stored bytes of the rest."""
+    d = fact.__dict__
+    return (_fact_head(d) + _fact_tail(d)).encode()
+
+
+def _stored_tail(row: bytes) -> bytes | None:
+    """The unchanging part of a stored fact written by ``encode_fact`` (None for any other
+    layout, e.g. facts written before it: those are re-encoded in full)."""
+    if not row.startswith(_FACT_HEAD):
+        return None
+    at = row.find(_TAIL_START)  # the head holds numbers only: the first match is the border
+    return row[at + 1 :] if at > 0 else None
+
+
+class _ReadToken:
+    """What ``commit_round`` needs back from ``read_round``."""
+
+    __slots__ = ("gen", "pending", "pmaxts", "rows")
+
+    def __init__(self, pending: bytes, pmaxts: int, gen: str, rows: list[bytes]) -> None:
+        self.pending = pending
+        self.pmaxts = pmaxts
+        self.gen = gen
+        self.rows = rows
+
+
 _SEP = "\x1f"
-_LABEL_PREFIX = "l" + _SEP
 _KIND = {
     ObservationType.TOOL_SUCCESS: "s",
     ObservationType.TOOL_FAILURE: "f",
@@ -328,6 +399,8 @@ class _RedisBase:
         self.clock = clock or SystemClock()
         self.round_trips = 0
         self._sha: dict[str, str] = {}
+        # commits with at least this many upserts rewrite the fact set through the stage hash
+        self.stage_min_upserts = STAGE_MIN_UPSERTS
 
     # --- keys -------------------------------------------------------------------------
     def keys(self, identity_id: str) -> list[str]:
@@ -335,6 +408,14 @@ class _RedisBase:
         tag = "{" + identity_id + "}"
         p = self.prefix
         return [f"{p}:{name}:{tag}" for name in _KEY_NAMES]
+
+    def stage_key(self, identity_id: str) -> str:
+        """``P:stage:{id}``: the new fact set of a staged commit, written and renamed over the
+        facts hash inside one MULTI/EXEC (never outlives the transaction)."""
+        return f"{self.prefix}:stage:{{{identity_id}}}"
+
+    def _all_keys(self, identity_id: str) -> list[str]:
+        return [*self.keys(identity_id), self.stage_key(identity_id)]
 
     @property
     def index_key(self) -> str:
@@ -386,6 +467,40 @@ class _RedisBase:
             return first
         raise NoScriptError("script could not be loaded")  # pragma: no cover
 
+    def _run_staged(
+        self, keys: Sequence[str], args: Sequence[Any], rows: Sequence[Any], identity_id: str
+    ) -> Any:
+        """The commit script after writing ``rows`` (flat id, JSON pairs: the whole new fact
+        set) to the stage hash, inside one MULTI/EXEC (so no other client sees or touches the
+        stage), plus the index ``ZADD XX`` after it: one round trip."""
+        if not self._sha:
+            self._load()
+        stage = keys[7]
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            command: Any = pipe.execute_command
+            command("MULTI")
+            command("DEL", stage)
+            if rows:
+                command("HSET", stage, *rows)
+            command("EVALSHA", self._sha["commit"], len(keys), *keys, *args)
+            command("EXEC")
+            pipe.zadd(self.index_key, {identity_id: self.clock.now_ms()}, xx=True)
+            results = pipe.execute(raise_on_error=False)
+            self.round_trips += 1
+            for item in results:
+                if isinstance(item, Exception):
+                    raise item
+            result = results[-2][-1]
+            if isinstance(result, NoScriptError) and attempt == 0:
+                self._load()  # the server restarted or flushed its script cache
+                continue
+            if isinstance(result, Exception):
+                self.client.delete(stage)  # pragma: no cover - the script failed: nothing kept
+                raise result
+            return result
+        raise NoScriptError("script could not be loaded")  # pragma: no cover
+
     # --- retention helpers ------------------------------------------------------------
     def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
         """Drop observations created before ``before_ms``; with ``up_to_seq`` only those
@@ -401,7 +516,7 @@ class _RedisBase:
         if not self._sha:
             self._load()
         pipe = self.client.pipeline(transaction=False)
-        keys = self.keys(identity_id)
+        keys = self._all_keys(identity_id)
         pipe.evalsha(self._sha["erase"], len(keys), *keys)
         pipe.zrem(self.index_key, identity_id)
         results = pipe.execute(raise_on_error=False)
@@ -420,7 +535,7 @@ class _RedisBase:
         count) and its index entry; False (and nothing changed) otherwise."""
         score = self.client.zscore(self.index_key, identity_id)
         self.round_trips += 1
-        if not self._run("remove_if_empty", self.keys(identity_id), []):
+        if not self._run("remove_if_empty", self._all_keys(identity_id), []):
             return False
         if score is not None:
             self._run("unindex", [self.index_key], [identity_id, repr(float(score))])
@@ -513,25 +628,18 @@ class _RedisBase:
         pipe.hvals(keys[5])
         (cursor, version, seq, pmaxts, gen), pairs, fact_rows = pipe.execute()
         self.round_trips += 1
-        pending: list[tuple[str, int]] = []
-        labels: dict[str, str] = {}
-        for raw_field, raw_value in pairs.items():
-            field = raw_field.decode() if type(raw_field) is bytes else str(raw_field)
-            if field[:2] == _LABEL_PREFIX:
-                labels[field[2:]] = _text(raw_value)
-            else:
-                pending.append((field, int(raw_value)))
         cursor, version, seq, pmaxts = (int(x or 0) for x in (cursor, version, seq, pmaxts))
-        groups, count = _groups(pending, labels, seq)
+        groups, count, pending = _groups(pairs, seq)
+        rows = [r if type(r) is bytes else str(r).encode() for r in fact_rows]
         return RoundInput(
             cursor=cursor,
             version=version,
-            facts=_parse_facts(fact_rows),
+            facts=_parse_facts(rows),
             groups=groups,
             observation_count=count,
             max_seq=seq,
             max_created_at=pmaxts,
-            token=(pending, pmaxts, _text(gen) if gen is not None else ""),
+            token=_ReadToken(pending, pmaxts, _text(gen) if gen is not None else "", rows),
         )
 
     def commit_round(
@@ -545,7 +653,11 @@ class _RedisBase:
         hard_prune_before_ms: int,
         now_ms: int,
     ) -> bool:
-        pending, pmaxts, gen = read.token if read.token is not None else ([], 0, "")
+        """The fenced commit. Few changes go to the script as arguments; many (at least
+        ``stage_min_upserts``) are written as the whole new fact set to the stage hash and
+        renamed over the facts hash by the script — plain ``HSET`` arguments cost Redis a
+        tenth of what script arguments cost."""
+        token = read.token if isinstance(read.token, _ReadToken) else _ReadToken(b"", 0, "", [])
         args: list[Any] = [
             read.cursor,
             read.version,
@@ -554,71 +666,164 @@ class _RedisBase:
             self.ttl_ms,
             prune_before_ms,
             hard_prune_before_ms,
-            pmaxts,
-            gen,
-            len(pending),
+            token.pmaxts,
+            token.gen,
+            token.pending,
         ]
-        for field, value in pending:
-            args += [field, value]
-        args.append(len(upserts))
-        for fact in upserts:
-            args += [fact.id, fact.to_storage_json()]
-        args += list(deletes)
-        result = self._run(
-            "commit", self.keys(identity_id), args, touch=identity_id, touch_existing=True
-        )
+        keys = self._all_keys(identity_id)
+        if len(upserts) >= self.stage_min_upserts and len(token.rows) == len(read.facts):
+            rows = _new_fact_set(read.facts, token.rows, upserts, deletes)
+            args.append("stage")
+            result = self._run_staged(keys, args, rows, identity_id)
+        else:
+            args.append(len(upserts))
+            args += _encode_upserts(upserts, read.facts, token.rows)
+            args += deletes
+            result = self._run("commit", keys, args, touch=identity_id, touch_existing=True)
         return int(result) >= 0
 
 
-def _groups(
-    pending: Sequence[tuple[str, int]], labels: dict[str, str], max_seq: int
-) -> tuple[list[KeyGroup], int]:
-    """Key groups from the pending aggregate (``kind␟key`` → count)."""
+def _reencode(read_fact: Fact, row: bytes, fact: Fact) -> bytes:
+    """The stored JSON of ``fact``, a change of ``read_fact`` (stored as ``row``): only the
+    head is encoded when the unchanging fields are the same (always for a fact reinforced
+    in place)."""
+    tail = _stored_tail(row)
+    if tail is not None and (read_fact is fact or _same_tail(read_fact.__dict__, fact.__dict__)):
+        return _fact_head(fact.__dict__).encode() + tail
+    return encode_fact(fact)
+
+
+def _new_fact_set(
+    read_facts: Sequence[Fact],
+    rows: Sequence[bytes],
+    upserts: Sequence[Fact],
+    deletes: Sequence[str],
+) -> list[Any]:
+    """Flat (id, JSON) pairs of the fact set after the round: the read facts as stored (bytes
+    reused, not re-encoded) with the upserts applied and the deletes left out. The hot loop
+    of a large round: ``_reencode`` inlined."""
+    changed = {f.__dict__["id"]: f for f in upserts}
+    deleted = set(deletes)
+    out: list[Any] = []
+    append = out.append
+    pop = changed.pop
+    head_start, tail_start = _FACT_HEAD, _TAIL_START
+    for read_fact, row in zip(read_facts, rows, strict=True):
+        d = read_fact.__dict__
+        fid = d["id"]
+        fact = pop(fid, None)
+        if deleted and fid in deleted:
+            continue
+        append(fid)
+        if fact is None:
+            append(row)
+            continue
+        at = row.find(tail_start) if row.startswith(head_start) else -1
+        if at > 0 and (fact is read_fact or _same_tail(d, fact.__dict__)):
+            n = fact.__dict__
+            ease = n["ease_factor"]
+            cursor = n["round_cursor"]
+            head = (
+                f'{{"confidence":{n["confidence"]!r},'
+                f'"reinforcementCount":{n["reinforcement_count"]},'
+                f'"lastReinforcedAt":{n["last_reinforced_at"]},"updatedAt":{n["updated_at"]},'
+                f'"easeFactor":{"null" if ease is None else repr(ease)},'
+                f'"roundCursor":{"null" if cursor is None else cursor}'
+            )
+            append(head.encode() + row[at:])
+        else:
+            append(encode_fact(fact))
+    for fid, fact in changed.items():
+        if fid not in deleted:
+            append(fid)
+            append(encode_fact(fact))
+    return out
+
+
+def _encode_upserts(
+    upserts: Sequence[Fact], read_facts: Sequence[Fact], rows: Sequence[bytes]
+) -> list[Any]:
+    """(id, stored JSON) pairs of the upserts (see ``_reencode``)."""
+    out: list[Any] = []
+    if not upserts:
+        return out
+    read_by_id = (
+        {f.__dict__["id"]: (f, row) for f, row in zip(read_facts, rows, strict=True)}
+        if len(rows) == len(read_facts)
+        else {}
+    )
+    for fact in upserts:
+        fid = fact.__dict__["id"]
+        seen = read_by_id.get(fid)
+        out.append(fid)
+        out.append(encode_fact(fact) if seen is None else _reencode(seen[0], seen[1], fact))
+    return out
+
+
+def _same_tail(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(
+        a["created_at"] == b["created_at"]
+        and a["identity_id"] == b["identity_id"]
+        and a["category"] == b["category"]
+        and a["subject"] == b["subject"]
+        and a["content"] == b["content"]
+    )
+
+
+def _groups(pairs: dict[Any, Any], max_seq: int) -> tuple[list[KeyGroup], int, bytes]:
+    """Key groups from the pending aggregate (``kind␟key`` → count, ``l␟key`` → label), the
+    number of pending observations, and the aggregate as the commit sends it back
+    (``field␞value␞`` repeated; the script skips the labels)."""
+    if pairs and type(next(iter(pairs))) is not bytes:  # a client decoding responses
+        pairs = {str(k).encode(): str(v).encode() for k, v in pairs.items()}
     tools: dict[str, list[int]] = {}
+    labels: dict[str, str] = {}
     groups: list[KeyGroup] = []
+    entities: list[tuple[str, int]] = []
+    append = groups.append
+    make = KeyGroup._make
     total = 0
-    for field, count in pending:
+    for raw_field, raw_value in pairs.items():
+        field = raw_field.decode()
+        kind = field[0]
+        if kind == "l":
+            labels[field[2:]] = raw_value.decode()
+            continue
+        count = int(raw_value)
         if count <= 0:
             continue
-        kind, key = field[0], field[2:]
         total += count
-        if kind in ("s", "f"):
-            t = tools.setdefault(key, [0, 0])
-            t[0 if kind == "s" else 1] += count
-        elif kind == "e":
-            label = labels.get(key) or key.split(":", 2)[-1]
-            groups.append(KeyGroup(FactCategory.ENTITY_FREQUENCY, key, label, count, 0, 0, max_seq))
+        if kind == "s":
+            tool = tools.get(field[2:])
+            if tool is None:
+                tools[field[2:]] = [count, 0]
+            else:
+                tool[0] += count
+        elif kind == "f":
+            tool = tools.get(field[2:])
+            if tool is None:
+                tools[field[2:]] = [0, count]
+            else:
+                tool[1] += count
         elif kind == "d":
-            label = key.split(":", 1)[1]
-            groups.append(
-                KeyGroup(FactCategory.DOMAIN_PREFERENCE, key, label, count, 0, 0, max_seq)
-            )
-    for tool, (succ, fail) in tools.items():
+            key = field[2:]
+            label = key[key.index(":") + 1 :]
+            append(make((FactCategory.DOMAIN_PREFERENCE, key, label, count, 0, 0, max_seq)))
+        elif kind == "e":
+            entities.append((field[2:], count))
+    for key, count in entities:
+        label = labels.get(key) or key.split(":", 2)[-1]
+        append(make((FactCategory.ENTITY_FREQUENCY, key, label, count, 0, 0, max_seq)))
+    affinity, avoidance = FactCategory.TOOL_AFFINITY, FactCategory.TOOL_AVOIDANCE
+    for tool_name, (succ, fail) in tools.items():
         if succ:
-            groups.append(
-                KeyGroup(
-                    FactCategory.TOOL_AFFINITY,
-                    f"tool_affinity:{tool}",
-                    tool,
-                    succ,
-                    succ,
-                    fail,
-                    max_seq,
-                )
-            )
+            subject = "tool_affinity:" + tool_name
+            append(make((affinity, subject, tool_name, succ, succ, fail, max_seq)))
         if fail:
-            groups.append(
-                KeyGroup(
-                    FactCategory.TOOL_AVOIDANCE,
-                    f"tool_avoidance:{tool}",
-                    tool,
-                    fail,
-                    succ,
-                    fail,
-                    max_seq,
-                )
-            )
-    return groups, total
+            subject = "tool_avoidance:" + tool_name
+            append(make((avoidance, subject, tool_name, fail, succ, fail, max_seq)))
+    pending = b"\x1e".join(chain.from_iterable(pairs.items())) + b"\x1e" if pairs else b""
+    return groups, total, pending
 
 
 def _backing(obj: object) -> _RedisBase:
@@ -665,7 +870,7 @@ class RedisFactRepository(_RedisBase):
             return
         args: list[Any] = [self.ttl_ms, 0, "upsert"]
         for fact in facts:
-            args += [fact.id, fact.to_storage_json()]
+            args += [fact.id, encode_fact(fact)]
         self._run("facts", self.keys(identity_id), args, touch=identity_id)
 
     def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:

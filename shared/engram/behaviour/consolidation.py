@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
-from engram.behaviour.decay import NEW_FACT_CONFIDENCE, DecayStrategy
-from engram.behaviour.models import Fact, FactCategory, fact_id
+from engram.behaviour.decay import (
+    MAX_CONFIDENCE,
+    NEW_FACT_CONFIDENCE,
+    DecayStrategy,
+    ExponentialDecay,
+    numeric_decay,
+)
+from engram.behaviour.models import Fact, FactCategory, fact_id, trusted_fact
 from engram.behaviour.ports import (
     AtomicConsolidationStore,
     CheckpointStore,
@@ -60,7 +67,21 @@ def with_current_confidence(
 
     ``copy=False`` updates the given objects in place (only for objects nobody else holds).
     """
-    out: list[Fact] = []
+    fast = numeric_decay(decay)
+    if fast is not None:
+        currents = _current_confidences(facts, fast, now)
+        threshold = fast.expiry_threshold
+        out: list[Fact] = []
+        for fact, current in zip(facts, currents, strict=True):
+            if current >= threshold:
+                if copy:
+                    out.append(fact.evolve(confidence=current))
+                else:
+                    fact.__dict__["confidence"] = current  # trusted: a value decay computed
+                    out.append(fact)
+        out.sort(key=_rank_key)
+        return out
+    out = []
     for fact in facts:
         current = decay.apply(fact, now)
         if current >= decay.expiry_threshold:
@@ -70,6 +91,27 @@ def with_current_confidence(
                 fact.__dict__["confidence"] = current  # trusted: a value decay computed
                 out.append(fact)
     out.sort(key=_rank_key)
+    return out
+
+
+def _current_confidences(facts: Sequence[Fact], decay: ExponentialDecay, now: int) -> list[float]:
+    """``decay.apply`` of every fact, with the decay factor computed once per distinct
+    (idle time, ease) — facts reinforced in the same round share it — and none for a fact
+    reinforced at ``now`` (factor exactly 1). Same numbers as ``apply``."""
+    factors: dict[tuple[int, float | None], float] = {}
+    out: list[float] = []
+    append = out.append
+    for fact in facts:
+        d = fact.__dict__
+        idle = now - d["last_reinforced_at"]
+        if idle <= 0:
+            append(d["confidence"])
+            continue
+        key = (idle, d["ease_factor"])
+        factor = factors.get(key)
+        if factor is None:
+            factor = factors[key] = decay.factor(idle, key[1])
+        append(d["confidence"] * factor)
     return out
 
 
@@ -176,14 +218,23 @@ def _consolidate_atomic(
     now: int,
     retention_ms: int,
 ) -> list[Fact]:
+    fast = numeric_decay(decay)
     read: RoundInput | None = None
-    for _ in range(MAX_ATTEMPTS):
+    for attempt in range(MAX_ATTEMPTS):
         read = store.read_round(identity_id)  # fresh objects: no copies needed below
         if read.observation_count == 0:
             return with_current_confidence(read.facts, decay, now, copy=False)
-        upserts, deletes, active = plan_round(
-            identity_id, read.groups, read.facts, decay, now=now, round_cursor=read.max_seq
-        )
+        plan: _InPlacePlan | None = None
+        if fast is not None:
+            # only the last attempt's read is answered with if fenced out: keep its undo
+            plan = _plan_in_place(
+                identity_id, read, fast, now, keep_undo=attempt == MAX_ATTEMPTS - 1
+            )
+            upserts, deletes, active = plan.upserts, plan.deletes, plan.active
+        else:
+            upserts, deletes, active = plan_round(
+                identity_id, read.groups, read.facts, decay, now=now, round_cursor=read.max_seq
+            )
         if store.commit_round(
             identity_id,
             read=read,
@@ -193,10 +244,145 @@ def _consolidate_atomic(
             hard_prune_before_ms=now - retention_ms,
             now_ms=now,
         ):
+            if plan is not None:
+                return plan.ranked(decay.expiry_threshold)
             return with_current_confidence(active, decay, now, copy=False)
+        if plan is not None:
+            plan.undo()  # fenced out: the read facts are as read again
     # Fenced out every time (a storm of concurrent rounds): answer with what was read.
     assert read is not None
     return with_current_confidence(read.facts, decay, now, copy=False)
+
+
+_MUTABLE = (
+    "confidence",
+    "reinforcement_count",
+    "last_reinforced_at",
+    "updated_at",
+    "ease_factor",
+    "round_cursor",
+)
+
+
+class _InPlacePlan:
+    """Steps 4-7 for a built-in decay on facts fresh from ``read_round`` (nobody else holds
+    them): reinforced facts are updated in place (``undo`` restores them if the commit is
+    fenced out and the plan kept its undo), new facts are built without validation, and the
+    current confidence of every active fact is computed in the same pass (applied by
+    ``ranked`` after the commit, since the commit stores the stored confidence)."""
+
+    __slots__ = ("_undo", "active", "currents", "deletes", "upserts")
+
+    def __init__(self) -> None:
+        self.upserts: list[Fact] = []
+        self.deletes: list[str] = []
+        self.active: list[Fact] = []
+        self.currents: list[float] = []
+        self._undo: list[tuple[dict[str, Any], tuple[Any, ...]]] = []
+
+    def undo(self) -> None:
+        for d, values in self._undo:
+            d.update(zip(_MUTABLE, values, strict=True))
+        self._undo.clear()
+
+    def ranked(self, threshold: float) -> list[Fact]:
+        out: list[Fact] = []
+        append = out.append
+        for fact, current in zip(self.active, self.currents, strict=True):
+            if current >= threshold:
+                fact.__dict__["confidence"] = current  # trusted: a value decay computed
+                append(fact)
+        out.sort(key=_rank_key)
+        return out
+
+
+def _plan_in_place(
+    identity_id: str, read: RoundInput, decay: ExponentialDecay, now: int, *, keep_undo: bool
+) -> _InPlacePlan:
+    plan = _InPlacePlan()
+    round_cursor = read.max_seq
+    by_subject = {f.subject: f for f in read.facts}
+    touched: set[str] = set()
+    touch = touched.add
+    # ExponentialDecay itself: its ``reinforced_values`` inlined
+    plain = type(decay) is ExponentialDecay
+    amount = decay.reinforce_amount
+    reinforced_values = decay.reinforced_values
+    upsert = plan.upserts.append
+    active = plan.active.append
+    keep = plan.currents.append
+    undo = plan._undo.append if keep_undo else None
+    rerun: list[Fact] = []
+    new_ease = decay.new_fact_ease()
+    affinity, avoidance = FactCategory.TOOL_AFFINITY, FactCategory.TOOL_AVOIDANCE
+    for category, subject, label, _count, successes, failures, max_seq in read.groups:
+        touch(subject)
+        current = by_subject.get(subject)
+        if current is None:
+            fact = trusted_fact(
+                {
+                    "id": fact_id(subject),
+                    "identity_id": identity_id,
+                    "category": category,
+                    "subject": subject,
+                    "content": fact_content(category, label, subject),
+                    "confidence": NEW_FACT_CONFIDENCE,
+                    "reinforcement_count": 1,
+                    "last_reinforced_at": now,
+                    "created_at": now,
+                    "updated_at": now,
+                    "ease_factor": new_ease,
+                    "round_cursor": round_cursor,
+                }
+            )
+            by_subject[subject] = fact
+            upsert(fact)
+            active(fact)
+            keep(NEW_FACT_CONFIDENCE)
+            continue
+        d = current.__dict__
+        cursor = d["round_cursor"]
+        if cursor is not None and cursor >= max_seq:
+            rerun.append(current)  # already reinforced by these very observations
+            continue
+        confidence = d["confidence"]
+        ease = d["ease_factor"]
+        if undo is not None:
+            undo((d, tuple(d[name] for name in _MUTABLE)))
+        if plain:
+            confidence = min(MAX_CONFIDENCE, confidence + amount)
+        else:
+            # KeyGroup.quality(), inlined
+            total = successes + failures
+            if category is affinity and total:
+                quality = successes / total
+            elif category is avoidance and total:
+                quality = failures / total
+            else:
+                quality = 1.0
+            confidence, ease = reinforced_values(confidence, ease, quality)
+        d["confidence"] = confidence
+        d["reinforcement_count"] += 1
+        d["last_reinforced_at"] = now
+        d["updated_at"] = now
+        d["ease_factor"] = ease
+        d["round_cursor"] = round_cursor
+        upsert(current)
+        active(current)
+        keep(confidence)  # reinforced at ``now``: current = stored
+    # untouched facts decay (and go once expired); rerun facts stay, whatever their decay
+    idle = [f for f in read.facts if f.subject not in touched]
+    threshold = decay.expiry_threshold
+    for fact, value in zip(idle, _current_confidences(idle, decay, now), strict=True):
+        if value < threshold:
+            plan.deletes.append(fact.id)
+        else:
+            active(fact)
+            keep(value)
+    for fact, value in zip(rerun, _current_confidences(rerun, decay, now), strict=True):
+        active(fact)
+        keep(value)
+    return plan
 
 
 def _consolidate_ports(

@@ -80,6 +80,18 @@ class ExponentialDecay:
         value: float = fact.confidence * self.base_decay ** self._exponent(fact, now)
         return value
 
+    def factor(self, idle_ms: int, ease_factor: float | None) -> float:
+        """The decay multiplier after ``idle_ms`` without reinforcement (numbers only: the
+        consolidation hot path caches it per distinct (idle_ms, ease))."""
+        value: float = self.base_decay ** (max(0.0, idle_ms / MS_PER_DAY))
+        return value
+
+    def reinforced_values(
+        self, confidence: float, ease_factor: float | None, quality: float
+    ) -> tuple[float, float | None]:
+        """(stored confidence, ease factor) after one reinforcement (numbers only)."""
+        return min(MAX_CONFIDENCE, confidence + self.reinforce_amount), ease_factor
+
     def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
         return fact.evolve(
             confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
@@ -122,6 +134,20 @@ class AdaptiveDecay(ExponentialDecay):
     def _exponent(self, fact: Fact, now: int) -> float:
         return _days(fact, now) / self.ease_of(fact)
 
+    def factor(self, idle_ms: int, ease_factor: float | None) -> float:
+        ease = ease_factor if ease_factor is not None else self.default_ease
+        value: float = self.base_decay ** (max(0.0, idle_ms / MS_PER_DAY) / ease)
+        return value
+
+    def reinforced_values(
+        self, confidence: float, ease_factor: float | None, quality: float
+    ) -> tuple[float, float | None]:
+        ease = ease_factor if ease_factor is not None else self.default_ease
+        return (
+            min(MAX_CONFIDENCE, confidence + self.reinforce_amount),
+            self.next_ease(ease, quality),
+        )
+
     def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
         return fact.evolve(
             confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
@@ -133,6 +159,22 @@ class AdaptiveDecay(ExponentialDecay):
 
     def new_fact_ease(self) -> float | None:
         return self.default_ease
+
+
+def numeric_decay(decay: object) -> ExponentialDecay | None:
+    """``decay`` when its ``apply`` and ``reinforce`` are exactly those of the two built-in
+    strategies (so ``factor`` and ``reinforced_values`` compute the same numbers); None for
+    any other strategy, which the callers then drive through the ``DecayStrategy`` methods."""
+    cls = type(decay)
+    if cls is ExponentialDecay or cls is AdaptiveDecay:
+        return decay  # type: ignore[return-value]
+    if not isinstance(decay, ExponentialDecay):
+        return None
+    base = AdaptiveDecay if isinstance(decay, AdaptiveDecay) else ExponentialDecay
+    for name in ("apply", "reinforce", "_exponent", "factor", "reinforced_values", "ease_of"):
+        if getattr(cls, name, None) is not getattr(base, name, None):
+            return None
+    return decay
 
 
 def decay_from_name(name: str) -> DecayStrategy:

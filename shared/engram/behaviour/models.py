@@ -172,13 +172,7 @@ class Fact(_CamelModel):
         unknown = changes.keys() - _FACT_FIELDS
         if unknown:
             raise AttributeError(f"Fact has no field(s) {sorted(unknown)}")
-        copy = Fact.__new__(Fact)
-        _set = object.__setattr__
-        _set(copy, "__dict__", {**self.__dict__, **changes})
-        _set(copy, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
-        _set(copy, "__pydantic_extra__", None)
-        _set(copy, "__pydantic_private__", None)
-        return copy
+        return trusted_fact({**self.__dict__, **changes})
 
     def rank(self) -> float:
         """Prompt ranking score: confidence × reinforcementCount."""
@@ -186,6 +180,20 @@ class Fact(_CamelModel):
 
 
 _FACT_FIELDS = frozenset(Fact.model_fields)
+_new_fact = Fact.__new__
+_set_attr = object.__setattr__
+
+
+def trusted_fact(values: dict[str, Any]) -> Fact:
+    """A ``Fact`` over ``values`` (every field, snake_case; the dict is taken, not copied)
+    *without validation*: only for data this package wrote or computed from valid facts.
+    About ten times cheaper than ``Fact(**values)``; the hot path of consolidation."""
+    fact = _new_fact(Fact)
+    _set_attr(fact, "__dict__", values)
+    _set_attr(fact, "__pydantic_fields_set__", set(_FACT_FIELDS))
+    _set_attr(fact, "__pydantic_extra__", None)
+    _set_attr(fact, "__pydantic_private__", None)
+    return fact
 
 
 def fact_id(subject: str) -> str:

@@ -16,7 +16,7 @@ import binascii
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
 
 from engram.behaviour.models import (
     Fact,
@@ -60,14 +60,14 @@ class CheckpointStore(Protocol):
     def set(self, identity_id: str, value: int) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class KeyGroup:
-    """The observations of one round that map to one fact subject."""
+class KeyGroup(NamedTuple):
+    """The observations of one round that map to one fact subject (an immutable record; a
+    named tuple because a round builds one per distinct key)."""
 
     category: FactCategory
     subject: str
     label: str
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count: the field is the API
     successes: int = 0
     failures: int = 0
     max_seq: int = 0
