@@ -146,3 +146,25 @@ def test_flapping_redis_loses_and_duplicates_nothing(
         assert again == accepted
         assert live.queue.drain(10)
         assert_exactly_once(live.ledger(IDENTITY), accepted)
+
+
+def test_blackholed_redis_does_not_block_ingest_or_sessions(
+    own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
+) -> None:
+    """Redis accepts connections and never answers: the rate limiter fails open after its
+    socket timeout (ingest needs SQS, not Redis), sessions degrade within the budget, and the
+    observations queued meanwhile are stored once Redis answers again."""
+    with FaultProxy.for_redis_url(own_redis.url) as proxy:
+        live = live_factory(proxy.url_for_redis(), migrated_url, consolidation_budget_ms=BUDGET_MS)
+        http = live.user()
+        accepted = send(http, 0)
+        assert live.queue.drain(10)
+        proxy.blackhole()
+        started = time.monotonic()
+        accepted += send(http, 1)
+        assert time.monotonic() - started < 5  # socket timeouts, not a hang
+        elapsed, body = timed_session(http)
+        assert elapsed < BUDGET_MS / 1000 + SLACK_S
+        assert body["degraded"] in (["behaviour:timeout"], ["behaviour:unavailable"])
+        proxy.pass_through()
+        recovered_and_consolidated(live, http, accepted)
