@@ -146,17 +146,18 @@ return added
 # ARGV: exp_cursor exp_version new_cursor now ttl soft_before hard_before exp_pmaxts exp_gen
 #       pending (the pending aggregate as read: ``field␞count␞`` repeated), then either
 #       ``stage`` (the whole new fact set was written to the stage hash in the same MULTI:
-#       it replaces the facts hash) or n_up, n_up (id, json) pairs, deleted fact ids.
+#       it replaces the facts hash), ``none`` (the new fact set is empty) or n_up, n_up
+#       (id, json) pairs, deleted fact ids.
 _COMMIT = (
     _PRUNE_LUA
     + r"""
-local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts', 'gen')
+local st = redis.call('HMGET', KEYS[1], 'cursor', 'version', 'pmaxts', 'gen', 'seq')
 if (st[4] or '') ~= ARGV[9] or tonumber(st[1] or '0') ~= tonumber(ARGV[1])
     or tonumber(st[2] or '0') ~= tonumber(ARGV[2]) then
   redis.call('DEL', KEYS[8])
   return -1
 end
-if tonumber(redis.call('HGET', KEYS[1], 'seq') or '0') == tonumber(ARGV[3]) then
+if tonumber(st[5] or '0') == tonumber(ARGV[3]) then
   -- nothing arrived since the read: the pending aggregate is exactly what was consolidated
   redis.call('DEL', KEYS[7])
 else
@@ -170,11 +171,9 @@ else
 end
 if ARGV[11] == 'stage' then
   -- the fact set as read (the fence above proves it unchanged) with this round's changes
-  if redis.call('EXISTS', KEYS[8]) == 1 then
-    redis.call('RENAME', KEYS[8], KEYS[6])
-  else
-    redis.call('DEL', KEYS[6])
-  end
+  redis.call('RENAME', KEYS[8], KEYS[6])
+elseif ARGV[11] == 'none' then
+  redis.call('DEL', KEYS[6])  -- the round leaves no fact at all
 else
   -- many fields per HSET / HDEL call (chunks keep unpack well inside Lua's stack limit)
   local i = 12
@@ -190,9 +189,12 @@ else
     i = j + 1
   end
 end
-redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4])
-if tonumber(st[3] or '0') == tonumber(ARGV[8]) then redis.call('HSET', KEYS[1], 'pmaxts', 0) end
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+local version = tonumber(st[2] or '0') + 1
+if tonumber(st[3] or '0') == tonumber(ARGV[8]) then
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4], 'version', version, 'pmaxts', 0)
+else
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[3], 'active', ARGV[4], 'version', version)
+end
 local pruned = prune(ARGV[6], tonumber(ARGV[3]), ARGV[7])
 touch(ARGV[5])
 return pruned
@@ -673,7 +675,7 @@ class _RedisBase:
         keys = self._all_keys(identity_id)
         if len(upserts) >= self.stage_min_upserts and len(token.rows) == len(read.facts):
             rows = _new_fact_set(read.facts, token.rows, upserts, deletes)
-            args.append("stage")
+            args.append("stage" if rows else "none")
             result = self._run_staged(keys, args, rows, identity_id)
         else:
             args.append(len(upserts))

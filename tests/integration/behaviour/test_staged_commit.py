@@ -1,0 +1,250 @@
+"""The fast consolidation paths on a real redis-server: the staged fact-set commit (whole new
+fact set written to a stage hash and renamed over the facts in one MULTI/EXEC), head-only
+re-encoding of stored facts, and reading facts stored in the older (pydantic) layout."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import redis
+
+from engram import AdaptiveDecay, ExponentialDecay, Fact, consolidate
+from engram.adapters.redis_behaviour import RedisBehaviourStore, encode_fact
+from engram.behaviour.consolidation import plan_round
+from engram.behaviour.ports import RoundInput
+from engram.clock import MS_PER_DAY, FakeClock
+
+from .conftest import IDENTITY, MakeObs
+
+NEVER, ALWAYS = 10**9, 0
+
+
+def run(store: RedisBehaviourStore, clock: FakeClock, decay: Any = None) -> list[Fact]:
+    return consolidate(
+        IDENTITY,
+        observations=store,
+        facts=store,
+        checkpoints=store.checkpoints,
+        decay=decay or ExponentialDecay(),
+        now=clock.now_ms(),
+    )
+
+
+def stored_rows(client: redis.Redis, store: RedisBehaviourStore) -> dict[str, dict[str, Any]]:
+    rows = client.hgetall(store.keys(IDENTITY)[5])
+    return {k.decode(): json.loads(v) for k, v in rows.items()}  # type: ignore[union-attr]
+
+
+def mixed_batch(make_obs: MakeObs, n: int, *, offset: int = 0) -> list[Any]:
+    out = []
+    for i in range(n):
+        k = (i + offset) % 4
+        if k == 0:
+            out.append(make_obs("tool_success", f"tool_{i % 17}"))
+        elif k == 1:
+            out.append(make_obs("tool_failure", f"tool_{i % 13}"))
+        elif k == 2:
+            out.append(make_obs("entity_access", ("account", f"A-{i % 11}", f"Acme {i % 11}")))
+        else:
+            out.append(make_obs("query_pattern", f"domain_{i % 7}"))
+    return out
+
+
+@pytest.mark.parametrize("decay", [ExponentialDecay(), AdaptiveDecay()], ids=["exp", "adaptive"])
+def test_staged_and_script_argument_commits_store_and_return_the_same_facts(
+    client: redis.Redis, clock: FakeClock, make_obs: MakeObs, decay: Any
+) -> None:
+    staged = RedisBehaviourStore(client, prefix="staged", clock=clock)
+    staged.stage_min_upserts = ALWAYS
+    scripted = RedisBehaviourStore(client, prefix="scripted", clock=clock)
+    scripted.stage_min_upserts = NEVER
+    for round_no in range(4):
+        batch = mixed_batch(make_obs, 60 + 10 * round_no, offset=round_no)
+        staged.append(IDENTITY, batch)
+        scripted.append(IDENTITY, batch)
+        a, b = run(staged, clock, decay), run(scripted, clock, decay)
+        assert [f.model_dump() for f in a] == [f.model_dump() for f in b]
+        assert stored_rows(client, staged) == stored_rows(client, scripted)
+        assert client.exists(staged.stage_key(IDENTITY)) == 0  # never outlives the commit
+        clock.advance(days=2)
+    counts = {f.subject: f.reinforcement_count for f in staged.get(IDENTITY)}
+    assert counts["tool_affinity:tool_0"] == 4  # once per round, however many observations
+
+
+def test_staged_commit_counts_observations_arriving_after_the_read_exactly_once(
+    client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    late = [make_obs("tool_success", "tool_0"), make_obs("tool_success", "late_tool")]
+
+    class LateArrivals(RedisBehaviourStore):
+        def read_round(self, identity_id: str) -> RoundInput:
+            read = super().read_round(identity_id)
+            if late:
+                self.append(identity_id, [late.pop(0), late.pop(0)])  # after the read
+            return read
+
+    store = LateArrivals(client, clock=clock)
+    store.stage_min_upserts = ALWAYS
+    store.append(IDENTITY, mixed_batch(make_obs, 40))
+    first = {f.subject: f for f in run(store, clock)}
+    assert "tool_affinity:late_tool" not in first  # arrived after the read: next round
+    assert first["tool_affinity:tool_0"].reinforcement_count == 1
+    assert store.read_round(IDENTITY).observation_count == 2  # exactly the late two pending
+    second = {f.subject: f for f in run(store, clock)}
+    assert second["tool_affinity:late_tool"].reinforcement_count == 1
+    assert second["tool_affinity:tool_0"].reinforcement_count == 2
+    assert store.read_round(IDENTITY).observation_count == 0
+    assert {f.subject: f.reinforcement_count for f in run(store, clock)} == {
+        s: f.reinforcement_count for s, f in second.items()
+    }
+
+
+def test_a_fenced_staged_commit_changes_nothing_and_leaves_no_stage(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.stage_min_upserts = ALWAYS
+    store.append(IDENTITY, mixed_batch(make_obs, 40))
+    run(store, clock)
+    store.append(IDENTITY, mixed_batch(make_obs, 40))
+    read = store.read_round(IDENTITY)
+    upserts, deletes, _ = plan_round(
+        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=9
+    )
+    assert store.delete_fact(IDENTITY, "fact:tool_affinity:tool_0")  # a concurrent change
+    before = stored_rows(client, store)
+    assert not store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=upserts,
+        deletes=deletes,
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    assert stored_rows(client, store) == before
+    assert client.exists(store.stage_key(IDENTITY)) == 0
+    assert store.read_round(IDENTITY).observation_count == 40  # still pending
+
+
+def test_an_erasure_between_read_and_staged_commit_leaves_nothing(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.stage_min_upserts = ALWAYS
+    store.append(IDENTITY, mixed_batch(make_obs, 40))
+    read = store.read_round(IDENTITY)
+    upserts, deletes, _ = plan_round(
+        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=9
+    )
+    store.erase(IDENTITY)
+    assert not store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=upserts,
+        deletes=deletes,
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    assert [k for k in client.keys("*") if b"{" + IDENTITY.encode() + b"}" in k] == []
+
+
+def test_a_staged_commit_that_leaves_no_fact_deletes_the_fact_set(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.stage_min_upserts = ALWAYS
+    store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("query_pattern", "x")])
+    run(store, clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    read = store.read_round(IDENTITY)
+    assert store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=[],
+        deletes=[f.id for f in read.facts],
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    assert store.get(IDENTITY) == []
+    assert client.exists(store.keys(IDENTITY)[5], store.stage_key(IDENTITY)) == 0
+
+
+def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    """Facts written before the head-first layout (``Fact.to_storage_json``: id first, no
+    null fields) are read as before and re-encoded in full when a round changes them."""
+    old = Fact(
+        id="fact:tool_affinity:a",
+        identity_id=IDENTITY,
+        category="tool_affinity",
+        subject="tool_affinity:a",
+        content='Tool "a" works well for this user',
+        confidence=0.7,
+        reinforcement_count=3,
+        last_reinforced_at=clock.now_ms() - MS_PER_DAY,
+        created_at=clock.now_ms() - 10 * MS_PER_DAY,
+        updated_at=clock.now_ms() - MS_PER_DAY,
+    )
+    untouched = old.model_copy(
+        update={"id": "fact:domain_preference:x", "subject": "domain_preference:x"}
+    )
+    client.hset(
+        store.keys(IDENTITY)[5],
+        mapping={f.id: f.to_storage_json() for f in (old, untouched)},
+    )
+    assert {f.id: f for f in store.get(IDENTITY)} == {f.id: f for f in (old, untouched)}
+    for stage_min in (NEVER, ALWAYS):
+        store.stage_min_upserts = stage_min
+        store.append(IDENTITY, [make_obs("tool_success", "a")])
+        run(store, clock)
+        clock.advance(ms=1)
+    facts = {f.id: f for f in store.get(IDENTITY)}
+    assert facts[old.id].reinforcement_count == 5
+    assert facts[old.id].content == old.content
+    assert facts[old.id].created_at == old.created_at
+    assert facts[untouched.id] == untouched  # stored bytes kept as they were
+    raw = client.hget(store.keys(IDENTITY)[5], old.id)
+    assert isinstance(raw, bytes)
+    assert raw.startswith(b'{"confidence":')
+    assert raw == encode_fact(facts[old.id])
+
+
+@pytest.mark.parametrize("stage_min", [NEVER, ALWAYS], ids=["script", "staged"])
+def test_a_changed_unchanging_field_is_never_replaced_by_the_stored_bytes(
+    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs, stage_min: int
+) -> None:
+    """The stored bytes of id/identity/category/subject/content/createdAt are reused only
+    for a fact whose values of those are the ones read."""
+    store.stage_min_upserts = stage_min
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    run(store, clock)
+    store.append(IDENTITY, [make_obs("tool_success", "a")])
+    read = store.read_round(IDENTITY)
+    (fact,) = read.facts
+    edited = fact.evolve(content="Edited content", reinforcement_count=7)
+    assert store.commit_round(
+        IDENTITY,
+        read=read,
+        upserts=[edited],
+        deletes=[],
+        prune_before_ms=0,
+        hard_prune_before_ms=0,
+        now_ms=clock.now_ms(),
+    )
+    (after,) = store.get(IDENTITY)
+    assert after.content == "Edited content"
+    assert after.reinforcement_count == 7
+
+
+def test_stored_facts_keep_the_camel_case_json_fields(
+    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, mixed_batch(make_obs, 40))
+    run(store, clock)
+    for row in stored_rows(client, store).values():
+        assert Fact.model_validate(row).model_dump(by_alias=True, exclude_none=True) == {
+            k: v for k, v in row.items() if v is not None
+        }
