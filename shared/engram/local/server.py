@@ -314,7 +314,44 @@ class ApiGatewayEmulator:
                     else error_response(exc)
                 )
             return lambda_response_to_http(response)
+        allowed = self.allowed_methods(raw_path)
+        if allowed:
+            # the path exists, just not for this method (TRACE, QUERY, PROPFIND, a POST on a
+            # GET-only route, ...): 405 with the methods it has, before any token check
+            return _error_result(
+                HttpError(
+                    405,
+                    "method_not_allowed",
+                    f"{method} is not allowed here; allowed: {', '.join(allowed)}",
+                    headers={"Allow": ", ".join(allowed)},
+                )
+            )
         return _error_result(HttpError(404, "not_found", "not found"))
+
+    def allowed_methods(self, raw_path: str) -> list[str]:
+        """The methods some route has for ``raw_path`` (sorted; empty: no such path)."""
+        methods: set[str] = set()
+        for route, _ in self.routes:
+            if route.method == "ANY":
+                continue
+            if route.match(route.method, raw_path) is not None:
+                methods.add(route.method)
+        return sorted(methods)
+
+
+#: ``error.code`` for the protocol-level errors http.server raises itself (``send_error``).
+_PROTOCOL_ERROR_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    411: "length_required",
+    413: "body_too_large",
+    414: "uri_too_long",
+    417: "expectation_failed",
+    431: "headers_too_large",
+    505: "http_version_not_supported",
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -323,6 +360,9 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "engram-local"
     timeout = 120  # idle keep-alive connections do not live forever
     sys_version = ""
+    # TCP_NODELAY: without it a small keep-alive response waits ~40 ms (Nagle's algorithm
+    # holding a segment until the client's delayed ACK). Each response is also one send.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("%s - %s", self.address_string(), format % args)
@@ -337,9 +377,27 @@ class _Handler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
-        if self.command != "HEAD" and result.body:
-            self.wfile.write(result.body)
+        # what end_headers() would write (nothing for an HTTP/0.9 request, which has no head)
+        buffered: list[bytes] = getattr(self, "_headers_buffer", [])
+        head = b"".join(buffered) + b"\r\n" if buffered else b""
+        self._headers_buffer: list[bytes] = []
+        body = result.body if self.command != "HEAD" else b""
+        self.wfile.write(head + body)  # status line, headers and body in one send
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors (bad request line, URI too long, ...) as SPEC §4 JSON
+        instead of its HTML page."""
+        short = self.responses.get(code, ("error", ""))[0]
+        error_code = _PROTOCOL_ERROR_CODES.get(code, "bad_request" if code < 500 else "internal")
+        status = code if 400 <= code < 600 else 400
+        self._send(_error_result(HttpError(status, error_code, message or short)), close=True)
+
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        # http.server looks up ``do_<METHOD>`` and answers 501 HTML when it is missing; every
+        # method goes to the emulator instead (405 for a path without it, 404 for no path)
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
 
     def _discard(self, length: int) -> None:
         remaining = length

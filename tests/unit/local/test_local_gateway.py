@@ -140,11 +140,21 @@ def test_health_reports_failed_probes() -> None:
     assert build_app(SETTINGS).drain_hooks == []
 
 
-def test_unknown_route_and_wrong_method_are_404(signer: TokenSigner) -> None:
-    gw = gateway(signer, {"GET /v1/facts": Recorder()})
+def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(signer: TokenSigner) -> None:
+    rec = Recorder()
+    gw = gateway(signer, {"GET /v1/facts": rec, "DELETE /v1/facts/{factId}": rec})
     token = signer.issue("a", "t")
-    assert gw.handle("GET", "/v1/nothing", auth(token), b"").status == 404
-    assert gw.handle("POST", "/v1/facts", auth(token), b"").status == 404
+    unknown = gw.handle("GET", "/v1/nothing", auth(token), b"")
+    assert unknown.status == 404
+    assert json.loads(unknown.body)["error"]["code"] == "not_found"
+    for method in ("POST", "TRACE", "QUERY", "PROPFIND"):
+        wrong = gw.handle(method, "/v1/facts", auth(token), b"")
+        assert wrong.status == 405
+        assert ("Allow", "GET") in wrong.headers
+        assert json.loads(wrong.body)["error"]["code"] == "method_not_allowed"
+    assert ("Allow", "DELETE") in gw.handle("GET", "/v1/facts/f1", [], b"").headers  # no token
+    assert gw.handle("TRACE", "/v1/nothing", [], b"").status == 404
+    assert rec.events == []
 
 
 def test_literal_routes_win_over_parameters(signer: TokenSigner) -> None:
