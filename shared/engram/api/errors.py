@@ -3,7 +3,8 @@
 =====================================  ======  ===================  ===========================
 raised                                 status  ``error.code``       notes
 =====================================  ======  ===================  ===========================
-malformed JSON / body not an object    400     ``invalid_json``
+malformed JSON / body not an object /  400     ``invalid_json``
+JSON nested too deep or undecodable
 pydantic ``ValidationError``,          422     ``invalid_input``    ``details``: one entry per
 Powertools ``RequestValidationError``                               problem ``{field, message,
 ``InvalidInput``                                                    type}``; ``field`` is the
@@ -14,6 +15,7 @@ Powertools ``RequestValidationError``                               problem ``{f
 ``NotFound`` (+ unknown route)         404     ``not_found``
 ``Conflict``                           409     ``conflict``
 ``BodyTooLargeError``                  413     ``body_too_large``
+``UnsupportedMediaTypeError``          415     ``unsupported_media_type``
 ``RateLimited`` / ``QuotaExceeded``    429     ``rate_limited`` /   ``Retry-After`` header
                                                ``quota_exceeded``
 ``Unavailable``                        503     ``unavailable``      ``Retry-After: 1``
@@ -54,6 +56,14 @@ class BodyTooLargeError(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"request body is larger than {limit} bytes")
         self.limit = limit
+
+
+class UnsupportedMediaTypeError(Exception):
+    """The request has a body whose ``Content-Type`` is not JSON."""
+
+    def __init__(self, content_type: str) -> None:
+        super().__init__(f"Content-Type {content_type!r} is not accepted: send application/json")
+        self.content_type = content_type
 
 
 class InvalidJsonError(Exception):
@@ -149,6 +159,8 @@ def error_response(exc: BaseException) -> HttpError:
         return HttpError(400, "invalid_json", "request body is not valid JSON")
     if isinstance(exc, BodyTooLargeError):
         return HttpError(413, "body_too_large", str(exc))
+    if isinstance(exc, UnsupportedMediaTypeError):
+        return HttpError(415, "unsupported_media_type", str(exc))
     powertools = _powertools_error(exc)
     if powertools is not None:
         return powertools
@@ -227,6 +239,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         UnicodeDecodeError,
         InvalidJsonError,
         BodyTooLargeError,
+        UnsupportedMediaTypeError,
         NotFoundError,
         ServiceError,
         Exception,

@@ -1,8 +1,12 @@
 """Small helpers for handlers that read API Gateway v2 events without a resolver.
 
-``parse_body(event, Model)`` applies the same rules everywhere: body size limit (413), base64
-bodies, invalid JSON or a non-object body (400), model validation (422 naming the field).
-``json_response(status, body)`` builds the v2 response with a camelCase JSON body.
+``parse_body(event, Model)`` applies the same rules everywhere: body size limit (413), a body
+whose ``Content-Type`` is not JSON (415; none, ``application/json`` with any parameters and
+``application/*+json`` are accepted), base64 bodies, JSON that cannot be decoded, nests deeper
+than ``MAX_JSON_DEPTH`` or is not an object (400), model validation (422 naming the field).
+``decode_json(text)`` is the one JSON decoder for request input (also for a tool call's
+``arguments`` string). ``json_response(status, body)`` builds the v2 response with a camelCase
+JSON body.
 """
 
 from __future__ import annotations
@@ -10,16 +14,76 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from engram.api.errors import BodyTooLargeError, InvalidJsonError
+from engram.api.errors import BodyTooLargeError, InvalidJsonError, UnsupportedMediaTypeError
 
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
+#: Deepest nesting of arrays and objects accepted in request JSON. The API's own shapes need
+#: a handful of levels; free-form values (metadata, tool results) get plenty of room, and
+#: nothing downstream (validation, json.dumps, Redis, PostgreSQL) recurses anywhere near
+#: Python's limit.
+MAX_JSON_DEPTH = 64
+
+_JSON_MEDIA_TYPE = re.compile(r"application/(?:[\w.+-]+\+)?json")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays/objects in ``value`` nest more than ``limit`` levels (iterative)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def decode_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Request JSON decoded strictly; ``InvalidJsonError`` for anything the decoder cannot
+    turn into a value (bad syntax or UTF-8, ``NaN``/``Infinity``, integers over Python's
+    4,300-digit conversion limit, nesting deep enough for a ``RecursionError``) and for arrays
+    and objects nested deeper than ``max_depth``."""
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, int digits
+        raise InvalidJsonError() from None
+    if isinstance(data, bytes):
+        opened = data.count(b"[") + data.count(b"{")
+    else:
+        opened = data.count("[") + data.count("{")
+    if opened > max_depth and isinstance(value, dict | list) and _deeper_than(value, max_depth):
+        raise InvalidJsonError(f"request JSON nests deeper than {max_depth} levels")
+    return value
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """No content type, ``application/json`` (any parameters) or ``application/<x>+json``."""
+    if content_type is None or not content_type.strip():
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return _JSON_MEDIA_TYPE.fullmatch(media) is not None
+
+
+def _content_type(event: Mapping[str, Any]) -> str | None:
+    headers = event.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        return None
+    for name, value in headers.items():
+        if str(name).lower() == "content-type":
+            return str(value)
+    return None
 
 
 def raw_body(event: Mapping[str, Any], *, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> bytes:
@@ -46,16 +110,18 @@ def parse_body(
     empty_as_object: bool = False,
 ) -> M:
     """The event's JSON body validated as ``model``; raises the errors ``engram.api.errors``
-    maps (``BodyTooLargeError`` 413, ``InvalidJsonError`` 400, ``ValidationError`` 422)."""
+    maps (``BodyTooLargeError`` 413, ``UnsupportedMediaTypeError`` 415, ``InvalidJsonError``
+    400, ``ValidationError`` 422)."""
     data = raw_body(event, max_bytes=max_bytes)
     if not data.strip():
         if not empty_as_object:
             raise InvalidJsonError("request body is required")
         data = b"{}"
-    try:
-        decoded = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidJsonError() from None
+    else:
+        content_type = _content_type(event)
+        if not is_json_media_type(content_type):
+            raise UnsupportedMediaTypeError(str(content_type))
+    decoded = decode_json(data)
     if not isinstance(decoded, dict):
         raise InvalidJsonError("request body must be a JSON object")
     return model.model_validate(decoded)

@@ -26,6 +26,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from engram.api.errors import InvalidJsonError
+from engram.api.http import decode_json
+
 # --- limits (SPEC §4) ----------------------------------------------------------------------
 MAX_KEY_CHARS = 100
 MAX_VALUE_CHARS = 2000
@@ -386,9 +389,9 @@ class ToolCallRequest(RequestModel):
     @classmethod
     def _decode_arguments(cls, value: Any) -> Any:
         if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError:
+            try:  # the same strict decoder as request bodies (depth, digits, NaN)
+                value = decode_json(value) if value.strip() else {}
+            except InvalidJsonError:
                 raise ValueError("must be a JSON object or a string holding one") from None
         if not isinstance(value, dict):
             raise ValueError("must be a JSON object or a string holding one")
