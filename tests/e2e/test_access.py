@@ -184,23 +184,33 @@ def test_review_ids_of_another_team_give_404(
 def test_another_teams_persona_is_not_revealed(
     service: LocalEngram, tenant: Tenant, http: httpx.Client
 ):
-    """Persona ids are per team: another team's admin reading (or writing) the same persona id
-    sees their own team's persona, never ours; the answer is the one for an id nobody ever
-    configured, so it does not reveal that ours exists."""
+    """Persona ids are per team: another team's admin reading our persona gets the 404 of an
+    id nobody ever configured, so it does not learn that ours exists; writing the same id
+    configures their own team's persona and leaves ours as it was. Sessions and recall with a
+    persona id that has no row in the caller's team still work, with the defaults."""
     owner = service.user_client(tenant.admin, tenant.team, team_admin=True)
     owner.put_persona("helpdesk", allowed_groups=["support"], memory_enabled=False)
     other_admin = service.token(tenant.admin, f"x{tenant.team}", team_admin=True)
 
-    seen = call(http, "GET", "/v1/personas/helpdesk", other_admin).json()
-    never = call(http, "GET", "/v1/personas/never-configured", other_admin).json()
-    assert seen["teamId"] == f"x{tenant.team}"
-    assert seen["allowedGroups"] == []
-    assert seen["memoryEnabled"] is True
-    assert {k: v for k, v in seen.items() if k != "personaId"} == {
-        k: v for k, v in never.items() if k != "personaId"
-    }
+    seen = call(http, "GET", "/v1/personas/helpdesk", other_admin)
+    never = call(http, "GET", "/v1/personas/never-configured", other_admin)
+    assert (seen.status_code, never.status_code) == (404, 404)
+    assert seen.json() == never.json()
+    assert seen.json()["error"]["code"] == "not_found"
+
+    for method, path, body in (
+        ("POST", "/v1/sessions", {"personaId": "helpdesk"}),
+        ("GET", "/v1/memories?personaId=helpdesk", None),
+        ("POST", "/v1/sessions", {"personaId": "never-configured"}),
+    ):
+        response = call(http, method, path, other_admin, body=body)
+        assert response.status_code == 200, (method, path, response.text)
+
     written = call(http, "PUT", "/v1/personas/helpdesk", other_admin, body={"memoryEnabled": True})
     assert written.status_code == 200
+    theirs = call(http, "GET", "/v1/personas/helpdesk", other_admin).json()
+    assert theirs["teamId"] == f"x{tenant.team}"
+    assert theirs["allowedGroups"] == []
     mine = owner.get_persona("helpdesk")
     assert mine["allowedGroups"] == ["support"]
     assert mine["memoryEnabled"] is False

@@ -535,12 +535,6 @@ PARSER_BOMBS = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="500, not 4xx: engram.api.http.parse_body and ToolCallRequest._decode_arguments "
-    "catch only json.JSONDecodeError, but json.loads raises RecursionError for nesting deeper "
-    "than ~1000 and ValueError for integers over sys.int_max_str_digits (4300 digits)",
-)
 @pytest.mark.parametrize("case", PARSER_BOMBS, ids=lambda c: c.name)
 def test_json_the_parser_cannot_decode_is_bad_input_not_a_500(
     service: LocalEngram, caller: dict[str, Any], case: Case
@@ -553,19 +547,49 @@ def test_json_the_parser_cannot_decode_is_bad_input_not_a_500(
         assert case.field in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the local server (engram.local.server._Handler) has no do_TRACE/do_QUERY/...: "
-    "http.server answers an unknown method with its own 501 HTML page; API Gateway answers "
-    "404 JSON for a method no route has",
-)
-@pytest.mark.parametrize("method", ["TRACE", "QUERY", "PROPFIND"])
-def test_an_unknown_http_method_gets_a_json_4xx(
+@pytest.mark.parametrize("method", ["TRACE", "QUERY", "PROPFIND", "PUT"])
+def test_a_method_the_path_does_not_have_gets_405_json_with_allow(
     service: LocalEngram, caller: dict[str, Any], method: str
 ):
     with service.http() as http:
         response = http.request(
             method, "/v1/memories", headers={"Authorization": f"Bearer {caller['token']}"}
         )
-    assert 400 <= response.status_code < 500, (method, response.status_code)
-    assert response.json()["error"]["code"]
+        assert response.status_code == 405, (method, response.status_code, response.text)
+        assert response.headers["allow"] == "GET, POST"
+        assert response.json()["error"]["code"] == "method_not_allowed"
+        unknown = http.request(method, "/v1/nowhere")
+        assert unknown.status_code == 404
+        assert unknown.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "text/plain; charset=utf-8"],
+)
+def test_a_body_that_is_not_json_by_content_type_gets_415_and_nothing_is_stored(
+    service: LocalEngram, caller: dict[str, Any], content_type: str
+):
+    headers = {"Authorization": f"Bearer {caller['token']}", "Content-Type": content_type}
+    body = json.dumps({"key": "sent-as-text", "value": "v"}).encode()
+    with service.http() as http:
+        response = http.post("/v1/memories", content=body, headers=headers)
+    assert response.status_code == 415, response.text
+    assert response.json()["error"]["code"] == "unsupported_media_type"
+    assert "sent-as-text" not in {m["key"] for m in caller["client"].recall()}
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/json; charset=utf-8", "application/merge-patch+json"]
+)
+def test_json_content_types_or_none_are_accepted(
+    service: LocalEngram, tenant: Tenant, content_type: str | None
+):
+    headers = {"Authorization": f"Bearer {service.token(tenant.user, tenant.team)}"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = json.dumps({"key": "format", "value": "csv"}).encode()
+    with service.http() as http:
+        response = http.post("/v1/memories", content=body, headers=headers)
+    assert response.status_code == 201, response.text
+    assert response.json()["value"] == "csv"

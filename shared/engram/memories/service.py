@@ -397,12 +397,17 @@ class MemoryService:
         return self._personas.put_persona(ctx, persona)
 
     def get_persona(self, caller: Caller, persona_id: str) -> Persona:
-        """Admins see any persona of their team; the defaults when it was never configured."""
+        """Admins read the personas configured in their team. ``NotFound`` for one with no row
+        in the caller's team (never configured here, or only in another team), so another
+        team's persona id is not revealed. Sessions and recall with such a persona id still
+        work, with the defaults (``persona_settings``)."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins read persona settings")
         pid = _text(persona_id, "personaId", ID_MAX)
         found = self._personas.get_persona(context_for(caller), pid)
-        return found or Persona(persona_id=pid, team_id=caller.team_id)
+        if found is None:
+            raise NotFound("persona not found")
+        return found
 
     def persona_settings(self, team_id: str, persona_id: str) -> Persona:
         """For the service's own jobs (extraction): the persona or its defaults."""
