@@ -299,15 +299,46 @@ _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", 
 
 
 def _fact_head(d: dict[str, Any]) -> str:
-    """The mutable fields of a stored fact, in a fixed order, up to the comma after them."""
+    """The mutable fields of a stored fact, in a fixed order, up to (not including) the comma
+    before the unchanging ones. The three a round sets to the same values for every fact it
+    reinforces come last (``_HeadEncoder`` formats them once per round)."""
     ease = d["ease_factor"]
     cursor = d["round_cursor"]
     return (
         f'{{"confidence":{d["confidence"]!r},"reinforcementCount":{d["reinforcement_count"]},'
-        f'"lastReinforcedAt":{d["last_reinforced_at"]},"updatedAt":{d["updated_at"]},'
         f'"easeFactor":{"null" if ease is None else repr(ease)},'
-        f'"roundCursor":{"null" if cursor is None else cursor},'
+        f'"lastReinforcedAt":{d["last_reinforced_at"]},"updatedAt":{d["updated_at"]},'
+        f'"roundCursor":{"null" if cursor is None else cursor}'
     )
+
+
+class _HeadEncoder:
+    """``_fact_head`` for many facts of one round, as bytes: the (lastReinforcedAt,
+    updatedAt, roundCursor) suffix and the confidence texts are formatted once per distinct
+    value (a round gives every fact it reinforces the same three)."""
+
+    __slots__ = ("_confidence", "_suffix")
+
+    def __init__(self) -> None:
+        self._suffix: dict[tuple[int, int, int | None], str] = {}
+        self._confidence: dict[float, str] = {}
+
+    def __call__(self, d: dict[str, Any]) -> bytes:
+        key = (d["last_reinforced_at"], d["updated_at"], d["round_cursor"])
+        suffix = self._suffix.get(key)
+        if suffix is None:
+            cursor = "null" if key[2] is None else str(key[2])
+            suffix = f',"lastReinforcedAt":{key[0]},"updatedAt":{key[1]},"roundCursor":{cursor}'
+            self._suffix[key] = suffix
+        value = d["confidence"]
+        confidence = self._confidence.get(value)
+        if confidence is None:
+            confidence = self._confidence[value] = repr(value)
+        ease = d["ease_factor"]
+        return (
+            f'{{"confidence":{confidence},"reinforcementCount":{d["reinforcement_count"]},'
+            f'"easeFactor":{"null" if ease is None else repr(ease)}{suffix}'
+        ).encode()
 
 
 def _fact_tail(d: dict[str, Any]) -> str:
@@ -325,7 +356,7 @@ def encode_fact(fact: Fact) -> bytes:
     and ``roundCursor`` always present (``null`` when unset) — so a round rewriting a fact
     it read re-encodes only those and reuses the stored bytes of the rest."""
     d = fact.__dict__
-    return (_fact_head(d) + _fact_tail(d)).encode()
+    return (_fact_head(d) + "," + _fact_tail(d)).encode()
 
 
 def _stored_tail(row: bytes) -> bytes | None:
@@ -691,7 +722,7 @@ def _reencode(read_fact: Fact, row: bytes, fact: Fact) -> bytes:
     in place)."""
     tail = _stored_tail(row)
     if tail is not None and (read_fact is fact or _same_tail(read_fact.__dict__, fact.__dict__)):
-        return _fact_head(fact.__dict__).encode() + tail
+        return _fact_head(fact.__dict__).encode() + b"," + tail
     return encode_fact(fact)
 
 
@@ -710,6 +741,7 @@ def _new_fact_set(
     append = out.append
     pop = changed.pop
     head_start, tail_start = _FACT_HEAD, _TAIL_START
+    head = _HeadEncoder()
     for read_fact, row in zip(read_facts, rows, strict=True):
         d = read_fact.__dict__
         fid = d["id"]
@@ -722,17 +754,7 @@ def _new_fact_set(
             continue
         at = row.find(tail_start) if row.startswith(head_start) else -1
         if at > 0 and (fact is read_fact or _same_tail(d, fact.__dict__)):
-            n = fact.__dict__
-            ease = n["ease_factor"]
-            cursor = n["round_cursor"]
-            head = (
-                f'{{"confidence":{n["confidence"]!r},'
-                f'"reinforcementCount":{n["reinforcement_count"]},'
-                f'"lastReinforcedAt":{n["last_reinforced_at"]},"updatedAt":{n["updated_at"]},'
-                f'"easeFactor":{"null" if ease is None else repr(ease)},'
-                f'"roundCursor":{"null" if cursor is None else cursor}'
-            )
-            append(head.encode() + row[at:])
+            append(head(fact.__dict__) + row[at:])
         else:
             append(encode_fact(fact))
     for fid, fact in changed.items():

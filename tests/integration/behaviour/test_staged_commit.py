@@ -67,6 +67,9 @@ def test_staged_and_script_argument_commits_store_and_return_the_same_facts(
         a, b = run(staged, clock, decay), run(scripted, clock, decay)
         assert [f.model_dump() for f in a] == [f.model_dump() for f in b]
         assert stored_rows(client, staged) == stored_rows(client, scripted)
+        for store in (staged, scripted):  # head-only re-encoding writes what encode_fact does
+            for raw in client.hvals(store.keys(IDENTITY)[5]):  # type: ignore[union-attr]
+                assert raw == encode_fact(Fact.model_validate_json(raw))
         assert client.exists(staged.stage_key(IDENTITY)) == 0  # never outlives the commit
         clock.advance(days=2)
     counts = {f.subject: f.reinforcement_count for f in staged.get(IDENTITY)}
