@@ -35,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from pydantic import TypeAdapter
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.consolidation import consolidate
 from engram.behaviour.decay import ExponentialDecay
-from engram.behaviour.models import Observation, ObservationType
+from engram.behaviour.models import Fact, Observation, ObservationType
+from engram.behaviour.ports import RoundInput
 from engram.clock import FakeClock
 
 SIZES = (10, 100, 1_000, 10_000)
@@ -198,13 +200,61 @@ def naive_floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: 
     return (time.perf_counter_ns() - started) / 1e6
 
 
+def write_floor(client: redis.Redis, key: str, writes: dict[bytes, bytes]) -> float:
+    """One MULTI/EXEC round trip writing ``writes`` (the fact payload a round writes) with a
+    plain HSET and deleting it again: the second round trip of a read-then-commit design,
+    without a script or any Python planning."""
+    started = time.perf_counter_ns()
+    pipe = client.pipeline(transaction=True)
+    if writes:
+        pipe.hset(key, mapping=writes)  # type: ignore[arg-type]
+    pipe.delete(key)
+    pipe.execute()
+    return (time.perf_counter_ns() - started) / 1e6
+
+
+_FACT_LIST: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
+
+
+def decode_only(rows: list[bytes]) -> float:
+    """Decoding the stored facts into ``Fact`` objects, nothing else (one pydantic-core call,
+    what ``read_round`` does): the CPU a round cannot avoid while it returns pydantic facts."""
+    started = time.perf_counter_ns()
+    _FACT_LIST.validate_json(b"[" + b",".join(rows) + b"]")
+    return (time.perf_counter_ns() - started) / 1e6
+
+
+class TimedStore(RedisBehaviourStore):
+    """The store with its two round trips timed (wall, including their Python decoding and
+    encoding), for the breakdown; the plan/rank share is the rest of ``consolidate``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read_ms: list[float] = []
+        self.commit_ms: list[float] = []
+
+    def read_round(self, identity_id: str) -> RoundInput:
+        started = time.perf_counter_ns()
+        try:
+            return super().read_round(identity_id)
+        finally:
+            self.read_ms.append((time.perf_counter_ns() - started) / 1e6)
+
+    def commit_round(self, identity_id: str, **kwargs: Any) -> bool:
+        started = time.perf_counter_ns()
+        try:
+            return super().commit_round(identity_id, **kwargs)
+        finally:
+            self.commit_ms.append((time.perf_counter_ns() - started) / 1e6)
+
+
 def commands_processed(client: redis.Redis) -> int:
     return int(client.info("stats")["total_commands_processed"])
 
 
 def measure(client: redis.Redis, n: int) -> dict[str, Any]:
     clock = FakeClock()
-    store = RedisBehaviourStore(client, prefix=f"bench{n}", clock=clock)
+    store = TimedStore(client, prefix=f"bench{n}", clock=clock)
     identity = f"bench:{n}"
     decay = ExponentialDecay()
 
@@ -224,21 +274,33 @@ def measure(client: redis.Redis, n: int) -> dict[str, Any]:
     floor_ms: list[float] = []
     io_ms: list[float] = []
     naive_ms: list[float] = []
-    # the payloads a round at this size writes: the facts its observations reinforce
+    write_ms: list[float] = []
+    decode_ms: list[float] = []
+    # the payloads a round at this size writes: the facts its observations reinforce, or the
+    # whole fact set when the round commits through the stage hash (many upserts)
     touched = {f"fact:{s}" for s in subjects(min(n, FACTS))}
+    staged = len(touched) >= store.stage_min_upserts
     round_trips: set[int] = set()
     commands: set[int] = set()
+    read_ms: list[float] = []
+    commit_ms: list[float] = []
     for _ in range(ITERATIONS[n]):
         store.append(identity, batch(identity, n, clock.now_ms()))
         floor_ms.append(floor_read(client, store, identity))
         stored: dict[bytes, bytes] = client.hgetall(store.keys(identity)[5])  # type: ignore[assignment]
-        writes = {k: v for k, v in stored.items() if k.decode() in touched}
+        writes = {k: v for k, v in stored.items() if staged or k.decode() in touched}
         io_ms.append(io_floor(client, store, identity, writes))
         naive_ms.append(naive_floor_read(client, store, identity))
+        write_ms.append(write_floor(client, f"bench{n}:scratch:{{{identity}}}", writes))
+        decode_ms.append(decode_only(list(stored.values())))
+        store.read_ms.clear()
+        store.commit_ms.clear()
         before_rt, before_cmd = store.round_trips, commands_processed(client)
         started = time.perf_counter_ns()
         facts = once()
         consolidation_ms.append((time.perf_counter_ns() - started) / 1e6)
+        read_ms.append(sum(store.read_ms))
+        commit_ms.append(sum(store.commit_ms))
         round_trips.add(store.round_trips - before_rt)
         commands.add(commands_processed(client) - before_cmd - 1)  # minus the INFO itself
         assert len(facts) == FACTS
@@ -265,6 +327,30 @@ def measure(client: redis.Redis, n: int) -> dict[str, Any]:
             "p50": round(p50 / pct(naive_ms, 0.5), 2),
             "p99": round(p99 / pct(naive_ms, 0.99), 2),
         },
+        "writeFloorMs": {"p50": round(pct(write_ms, 0.5), 3), "p99": round(pct(write_ms, 0.99), 3)},
+        "twoRoundTripFloorMs": {
+            "p50": round(f50 + pct(write_ms, 0.5), 3),
+            "note": "floor + writeFloor: reading, then writing the round's payload (no CPU)",
+        },
+        "breakdownMsP50": {
+            "readRound": round(pct(read_ms, 0.5), 3),
+            "commitRound": round(pct(commit_ms, 0.5), 3),
+            "planAndRank": round(
+                pct(
+                    [
+                        t - r - c
+                        for t, r, c in zip(consolidation_ms, read_ms, commit_ms, strict=True)
+                    ],
+                    0.5,
+                ),
+                3,
+            ),
+            "decodeFactsOnly": round(pct(decode_ms, 0.5), 3),
+            "note": "readRound/commitRound: wall time of each round trip including its Python "
+            "decoding/encoding; decodeFactsOnly: parsing the stored facts into Fact objects, "
+            "measured alone",
+        },
+        "stagedCommit": staged,
         "roundTrips": sorted(round_trips),
         "serverCommandsInclScriptCalls": sorted(commands),
     }
@@ -274,7 +360,7 @@ def redis_benchmark_floor(url: str) -> dict[str, Any] | None:
     exe = shutil.which("redis-benchmark")
     if exe is None:
         return None
-    parsed = redis.connection.parse_url(url)
+    parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
     out = subprocess.run(
         [
             exe,
@@ -338,6 +424,12 @@ def run(results_dir: Path) -> dict[str, Any]:
         "ioFloorRatioMetAtP99": at_1000["ratioToIoFloor"]["p99"] <= TARGET_RATIO,
         "roundTripsConstant": constant,
     }
+    b = at_1000["breakdownMsP50"]
+    lines.append(
+        f"   1,000 pending, p50 breakdown ms: read {b['readRound']} (decode alone "
+        f"{b['decodeFactsOnly']}), plan+rank {b['planAndRank']}, commit {b['commitRound']}; "
+        f"two-round-trip floor {at_1000['twoRoundTripFloorMs']['p50']}"
+    )
     lines.append(f"   targets: {targets}")
     return {
         "redis": {"version": server.get("redis_version"), "url": url.split("@")[-1]},

@@ -289,8 +289,11 @@ def _parse_facts(rows: Sequence[Any]) -> list[Fact]:
     """Parse many fact JSON documents in one validator call."""
     if not rows:
         return []
-    raw = [r if isinstance(r, bytes) else str(r).encode() for r in rows]
-    return _FACTS_ADAPTER.validate_json(b"[" + b",".join(raw) + b"]")
+    try:
+        blob = b",".join(rows)
+    except TypeError:  # a client decoding responses gives str
+        blob = b",".join(r if isinstance(r, bytes) else str(r).encode() for r in rows)
+    return _FACTS_ADAPTER.validate_json(b"[" + blob + b"]")
 
 
 _FACT_HEAD = b'{"confidence":'
@@ -663,7 +666,9 @@ class _RedisBase:
         self.round_trips += 1
         cursor, version, seq, pmaxts = (int(x or 0) for x in (cursor, version, seq, pmaxts))
         groups, count, pending = _groups(pairs, seq)
-        rows = [r if type(r) is bytes else str(r).encode() for r in fact_rows]
+        rows = fact_rows
+        if rows and type(rows[0]) is not bytes:  # a client decoding responses gives str
+            rows = [str(r).encode() for r in rows]
         return RoundInput(
             cursor=cursor,
             version=version,
