@@ -117,13 +117,12 @@ class EngramClient:
     ) -> Any:
         """One call; the decoded JSON body (``None`` for 204). Raises on an error status."""
         clean_params = {k: v for k, v in (params or {}).items() if v is not None}
+        headers = self._headers(act_as)
+        if json is not None:  # the service answers 415 to a body that is not declared JSON
+            headers["Content-Type"] = "application/json"
         try:
             response = self._http.request(
-                method,
-                path,
-                json=json,
-                params=clean_params or None,
-                headers=self._headers(act_as),
+                method, path, json=json, params=clean_params or None, headers=headers
             )
         except httpx.HTTPError as exc:
             raise EngramTransportError(f"{method} {path}: {exc}") from exc
