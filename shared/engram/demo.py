@@ -81,10 +81,10 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
 
 def _client(settings: Settings) -> tuple[Any, str]:
     if settings.redis_url:
-        from engram.adapters.redis_client import make_redis  # noqa: PLC0415
+        from engram.adapters.redis_client import make_redis
 
         return make_redis(settings), settings.redis_url
-    import fakeredis  # noqa: PLC0415
+    import fakeredis
 
     return fakeredis.FakeRedis(), "embedded Redis (fakeredis, in-process)"
 
