@@ -336,7 +336,8 @@ def test_personas_admin_only(backend: Backend) -> None:
     got = svc.get_persona(ADMIN, "chef")
     assert got.extraction.enabled
     assert got.extraction.prompt == "x"
-    assert svc.get_persona(ADMIN, "unknown").memory_enabled
+    with pytest.raises(NotFound):
+        svc.get_persona(ADMIN, "unknown")
     ctx = context_for(ADMIN)
     assert backend.store.list_memories(ctx, MemoryFilter(team_id="t1")).memories == []
 
