@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from engram import observability
-from engram.local.server import FakeLambdaContext
 
 
 @pytest.fixture(autouse=True)
@@ -34,17 +33,44 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_logs_carry_the_correlation_id_and_metrics_flush(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    @observability.instrument
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        observability.logger().info("handled", extra={"route": "GET /v1/x"})
-        observability.add_metric("ThingsDone", 2)
-        return {"statusCode": 200}
+SCENARIO = """
+import json
+from engram import observability
+from engram.local.server import FakeLambdaContext
 
-    assert handler(api_event("req-123"), FakeLambdaContext()) == {"statusCode": 200}
-    lines = json_lines(capsys.readouterr().out)
+
+@observability.instrument
+def handler(event, context):
+    observability.logger().info("handled", extra={"route": "GET /v1/x"})
+    observability.add_metric("ThingsDone", 2)
+    return {"statusCode": 200}
+
+
+@observability.instrument(correlation_id_path=observability.SQS_MESSAGE_ID)
+def consumer(event, context):
+    observability.logger().info("consumed")
+    return {"batchItemFailures": []}
+
+
+event = {"version": "2.0", "requestContext": {"requestId": "req-123"}, "headers": {}}
+assert handler(event, FakeLambdaContext()) == {"statusCode": 200}
+consumer({"Records": [{"messageId": "m-9"}]}, FakeLambdaContext())
+"""
+
+
+def test_logs_carry_the_correlation_id_and_metrics_flush() -> None:
+    # A fresh interpreter: Powertools binds the stdlib "engram" logger to the stdout of its
+    # first use, which inside pytest may be another test's captured stream.
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POWERTOOLS_METRICS_NAMESPACE": "EngramTest",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "PYTHONPATH": ":".join(sys.path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", SCENARIO], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    lines = json_lines(out)
     log = next(line for line in lines if line.get("message") == "handled")
     assert log["correlation_id"] == "req-123"
     assert log["route"] == "GET /v1/x"
@@ -52,15 +78,7 @@ def test_logs_carry_the_correlation_id_and_metrics_flush(
     emf = next(line for line in lines if "_aws" in line and "ThingsDone" in line)
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "EngramTest"
     assert emf["ThingsDone"] in ([2.0], 2.0)
-
-    # (one test: Powertools binds the stdlib "engram" logger to the stdout of its first use)
-    @observability.instrument(correlation_id_path=observability.SQS_MESSAGE_ID)
-    def consumer(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        observability.logger().info("consumed")
-        return {"batchItemFailures": []}
-
-    consumer({"Records": [{"messageId": "m-9"}]}, FakeLambdaContext())
-    log = next(x for x in json_lines(capsys.readouterr().out) if x.get("message") == "consumed")
+    log = next(line for line in lines if line.get("message") == "consumed")
     assert log["correlation_id"] == "m-9"
 
 
