@@ -3,6 +3,10 @@
 A name is the part after ``bench_`` (``consolidation``) or the module name itself. Each
 module's ``run(results_dir)`` returns a JSON-able dict; it is written, with the machine it ran
 on, to ``bench/results/<name>.json``. Exit status 1 if any benchmark raised.
+
+``ENGRAM_BENCH_QUICK=1`` is a smoke run: the benchmarks that know it do fewer, smaller
+repetitions, and the sizes the others read default to small values (``QUICK_DEFAULTS``; a
+variable already set in the environment wins).
 """
 
 from __future__ import annotations
@@ -19,6 +23,26 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+
+#: Environment defaults of quick mode (each read by the benchmark named in the comment).
+QUICK_DEFAULTS: dict[str, str] = {
+    "ENGRAM_BENCH_RECALL_SIZES": "10000,100000",  # bench_recall
+    "ENGRAM_BENCH_RECALL_QUERIES": "200",  # bench_recall, bench_recall_curve
+    "ENGRAM_BENCH_IMPORT_RUNS": "3",  # bench_handlers
+    "ENGRAM_BENCH_SESSIONS": "50",  # bench_handlers
+}
+
+
+def apply_quick_defaults(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """With ``ENGRAM_BENCH_QUICK=1``, set the quick sizes the environment does not already
+    set; returns what was set."""
+    env = os.environ if environ is None else environ
+    if env.get("ENGRAM_BENCH_QUICK") != "1":
+        return {}
+    applied = {k: v for k, v in QUICK_DEFAULTS.items() if k not in env}
+    for key, value in applied.items():
+        env.setdefault(key, value)
+    return applied
 
 
 def discover() -> list[str]:
@@ -46,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}")
         return 2
+    quick = apply_quick_defaults()
+    if quick:
+        print("quick mode:", ", ".join(f"{k}={v}" for k, v in quick.items()), flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = 0
     for name in wanted:
