@@ -15,6 +15,10 @@ consumer:
 * ``max_receive_count`` (optional) is SQS's redrive backstop: a message received that many
   times without being deleted moves to ``dead_letters`` instead of being handed out again.
 
+Receives, receipts, receive counts, deadlines and dead letters are the queue's own (its
+``QueueStore``): on a durable queue (``path=``) they survive a restart, and whatever was in
+flight when the process died is visible again when the queue file is next opened.
+
 :class:`PullQueue` is a ``LocalQueue`` that is meant to be pulled: no worker thread
 (``start`` does nothing, ``drain`` does not wait) and the receiver's methods on itself.
 """
@@ -22,20 +26,12 @@ consumer:
 from __future__ import annotations
 
 import threading
-import time
-import uuid
 import weakref
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from engram.local.sqs import LocalQueue, LocalSqsError, Message
+from engram.local.sqs import LocalQueue, LocalSqsError, Message, Synchronous
 from engram.maintenance.models import QueueMessage
-
-
-@dataclass
-class _InFlight:
-    message: Message
-    deadline: float
 
 
 class LocalQueueReceiver:
@@ -53,89 +49,73 @@ class LocalQueueReceiver:
         self.queue = queue
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count
-        self._now = time.monotonic  # the clock LocalQueue's sends use
-        self._inflight: dict[str, _InFlight] = {}
 
     @property
     def dead_letters(self) -> list[dict[str, Any]]:
         return self.queue.dead_letters
 
+    def _now(self) -> float:
+        return self.queue._now()  # the clock the queue's sends use
+
     def in_flight(self) -> int:
+        """Messages received and neither deleted nor released (expired ones included until
+        they are received again)."""
         with self.queue._cond:
-            return len(self._inflight)
-
-    def _expire(self, now: float) -> None:
-        """Under the queue's lock: in-flight messages past their deadline become visible."""
-        for receipt, item in list(self._inflight.items()):
-            if item.deadline <= now:
-                del self._inflight[receipt]
-                item.message.visible_at = item.deadline
-                self.queue._messages.append(item.message)
-                self.queue._inflight -= 1
-
-    def _take(self, receipt: str) -> Message:
-        item = self._inflight.pop(receipt, None)
-        if item is None:
-            raise LocalSqsError("ReceiptHandleIsInvalid", "unknown or expired receipt handle")
-        self.queue._inflight -= 1
-        return item.message
+            return self.queue.store.in_flight()
 
     def receive(self, max_messages: int) -> list[QueueMessage]:
         q = self.queue
-        out: list[QueueMessage] = []
+        limit = max(1, min(10, max_messages))
+        out: list[Message] = []
+        dead: list[Message] = []
         with q._cond:
             now = self._now()
-            self._expire(now)
-            visible = sorted(
-                (m for m in q._messages if m.visible_at <= now), key=lambda m: m.sequence
-            )
-            taken: set[int] = set()
-            for m in visible:
-                if len(out) >= max(1, min(10, max_messages)):
+            for m in q.store.visible(now):
+                if len(out) >= limit:
                     break
-                taken.add(id(m))
                 if self.max_receive_count is not None and m.receive_count >= self.max_receive_count:
-                    q.dead_letters.append(self._dead(m, "maxReceiveCount exceeded"))
-                    q.stats.dead_lettered += 1
+                    dead.append(m)
                     continue
-                m.receive_count += 1
-                if m.first_receive_ms is None:
-                    m.first_receive_ms = time.time_ns() // 1_000_000
-                receipt = f"{m.message_id}#{uuid.uuid4().hex}"
-                self._inflight[receipt] = _InFlight(m, now + self.visibility_timeout_s)
-                q._inflight += 1
-                q.stats.delivered += 1
-                out.append(QueueMessage(m.message_id, receipt, m.receive_count, m.body))
-            q._messages = [m for m in q._messages if id(m) not in taken]
+                out.append(m)
+            if dead:
+                q.store.dead_letter_rows(
+                    [m.sequence for m in dead],
+                    [self._dead(m, "maxReceiveCount exceeded") for m in dead],
+                )
+                q.stats.dead_lettered += len(dead)
+            if out:
+                q.store.receive(out, now + self.visibility_timeout_s)
+                q.stats.delivered += len(out)
             q._cond.notify_all()
-        return out
+        return [QueueMessage(m.message_id, m.receipt or "", m.receive_count, m.body) for m in out]
+
+    def _settled(self, matched: int) -> None:
+        if matched == 0:
+            raise LocalSqsError("ReceiptHandleIsInvalid", "unknown or expired receipt handle")
 
     def delete(self, receipt: str) -> None:
         with self.queue._cond:
-            self._take(receipt)
+            self._settled(self.queue.store.settle(delete=[receipt]))
             self.queue.stats.succeeded += 1
             self.queue._cond.notify_all()
 
     def release(self, receipt: str, delay_s: int) -> None:
         with self.queue._cond:
-            now = self._now()
-            message = self._take(receipt)
-            message.visible_at = now + max(0, delay_s)
-            self.queue._messages.append(message)
+            visible_at = self._now() + max(0, delay_s)
+            self._settled(self.queue.store.settle(retry=[(receipt, visible_at)]))
             self.queue.stats.failed += 1
             self.queue._cond.notify_all()
 
     def dead_letter(self, message: QueueMessage, reason: str) -> None:
         body = message.body if isinstance(message.body, str) else message.body.to_json()
+        record = {
+            "messageId": message.message_id,
+            "body": body,
+            "reason": reason,
+            "attributes": {"ApproximateReceiveCount": str(message.receive_count)},
+        }
         with self.queue._cond:
-            self.queue.dead_letters.append(
-                {
-                    "messageId": message.message_id,
-                    "body": body,
-                    "reason": reason,
-                    "attributes": {"ApproximateReceiveCount": str(message.receive_count)},
-                }
-            )
+            self.queue.store.settle(dead=[(None, record)])
             self.queue.stats.dead_lettered += 1
 
     def _dead(self, m: Message, reason: str) -> dict[str, Any]:
@@ -174,6 +154,8 @@ class PullQueue(LocalQueue):
         region: str = "us-east-1",
         visibility_timeout_s: float = 300.0,
         max_receive_count: int | None = None,
+        path: Path | str | None = None,
+        synchronous: Synchronous = "FULL",
     ) -> None:
         super().__init__(
             name,
@@ -181,6 +163,8 @@ class PullQueue(LocalQueue):
             region=region,
             visibility_timeout_s=visibility_timeout_s,
             max_receive_count=max_receive_count or 1,
+            path=path,
+            synchronous=synchronous,
         )
         self.receiver = LocalQueueReceiver(
             self,

@@ -6,8 +6,11 @@ Gateway uses: ingest (observations, events, transcripts), session, memories (eve
 Around them:
 
 * the ingest queue: a ``LocalQueue`` whose consumer is ``functions.ingest_consumer.handler``
-  (SQS-shaped events, partial batch failures retried, a dead-letter list);
-* the extraction queue: a ``LocalQueue`` without a consumer — the maintenance job pulls from it;
+  (SQS-shaped events, partial batch failures retried with backoff, 5 receives, a dead-letter
+  list), durable under ``<data_dir>/queues/`` (a 202 means the record is on disk; after a
+  crash the next ``engram serve`` redelivers whatever was queued or in flight);
+* the extraction queue: a durable ``LocalQueue`` without a consumer — the maintenance job pulls
+  from it;
 * the maintenance job on a ``Periodic`` timer every ``Settings.maintenance_interval_s`` —
   the ``maintenance`` callable given, else ``functions.maintenance.handler.handler`` called
   with an EventBridge scheduled event, when that module exists;
@@ -37,7 +40,7 @@ from engram.api.models import DependencyStatus, HealthResponse
 from engram.bootstrap import Container, set_container
 from engram.local.scheduler import Periodic
 from engram.local.server import FakeLambdaContext, LambdaHandler, RouteTable
-from engram.local.sqs import LocalQueue, LocalSqs
+from engram.local.sqs import DEFAULT_MAX_RECEIVE_COUNT, LocalQueue, LocalSqs, queue_path
 from engram.settings import Settings
 
 _log = logging.getLogger("engram.local.routes")
@@ -177,6 +180,8 @@ class LocalApp:
         if self.scheduler is not None:
             self.drain_hooks.append(self.scheduler.stop)
             self.scheduler.start()
+        if self.extraction_queue is not None:
+            self.drain_hooks.append(self.extraction_queue.close)
         if self.container is not None:
             self.drain_hooks.append(self.container.close)
         return self
@@ -184,7 +189,7 @@ class LocalApp:
 
 def _drain(queue: LocalQueue, timeout_s: float = 30.0) -> bool:
     ok = queue.drain(timeout_s)
-    queue.stop()
+    queue.close()  # what did not drain stays on disk for the next start
     return ok
 
 
@@ -195,15 +200,27 @@ def build_app(
     parts: Mapping[str, Any] | None = None,
     maintenance: Callable[[], object] | None = None,
     run_maintenance: bool = True,
+    durable_queues: bool = True,
+    ingest_max_receive_count: int = DEFAULT_MAX_RECEIVE_COUNT,
 ) -> LocalApp:
     """Every route wired to the Lambda handlers over one ``Container`` on the local queues.
 
     ``parts`` are ``Container`` keyword arguments (``database_url``, ``redis``, ``clock``...);
     with ``parts`` given, ``GET /v1/health`` is the memories handler's (real probes), else the
-    probe-only handler fed by ``probes``. Nothing connects until first use."""
+    probe-only handler fed by ``probes``. Nothing connects until first use: the queue files
+    (``<data_dir>/queues/*.sqlite3``; in memory with ``durable_queues=False``) open lazily."""
     sqs = LocalSqs()
-    ingest_queue = LocalQueue(INGEST_QUEUE, region=settings.aws_region)
-    extraction_queue = LocalQueue(EXTRACTION_QUEUE, region=settings.aws_region)
+    ingest_queue = LocalQueue(
+        INGEST_QUEUE,
+        region=settings.aws_region,
+        max_receive_count=ingest_max_receive_count,
+        path=queue_path(settings.data_dir, INGEST_QUEUE) if durable_queues else None,
+    )
+    extraction_queue = LocalQueue(
+        EXTRACTION_QUEUE,
+        region=settings.aws_region,
+        path=queue_path(settings.data_dir, EXTRACTION_QUEUE) if durable_queues else None,
+    )
     sqs.add_queue(ingest_queue)
     sqs.add_queue(extraction_queue)
     from engram.adapters.sqs import SqsSender

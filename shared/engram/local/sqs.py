@@ -1,4 +1,4 @@
-"""An in-process stand-in for SQS + the Lambda event source mapping.
+"""An in-process stand-in for SQS + the Lambda event source mapping, durable on disk.
 
 ``LocalSqs`` looks like the slice of a boto3 SQS client the ingest side uses
 (``send_message_batch(QueueUrl=..., Entries=[{"Id", "MessageBody", ...}])`` returning
@@ -9,9 +9,23 @@ handler with SQS-shaped events (``Records`` with ``messageId``, ``receiptHandle`
 does:
 
 * a response ``{"batchItemFailures": [{"itemIdentifier": messageId}]}`` redelivers only those
-  records, after the visibility timeout; a handler that raises fails the whole batch;
-* a record that failed ``max_receive_count`` times moves to the queue's ``dead_letters``;
+  records, after a visibility timeout that grows with each receive (``retry_delay_s``:
+  ``visibility_timeout_s`` x ``backoff_factor`` ** (receives - 1), capped at
+  ``max_visibility_timeout_s``); a handler that raises fails the whole batch;
+* a record that failed ``max_receive_count`` times (5, as the AWS redrive policy) moves to the
+  queue's ``dead_letters``; with the defaults (1 s doubling) the fifth receive comes ~15 s
+  after the first, so a Redis outage of ~10 s dead-letters nothing;
 * ``drain(timeout)`` waits until nothing is queued, delayed or in flight.
+
+Durability (``path=``): the queue's messages, receive counts, visibility deadlines and dead
+letters live in one SQLite file (WAL journal, ``synchronous=FULL``). ``send_message_batch``
+commits before it returns, so a success (and the 202 built on it) means the record is on disk
+and survives ``kill -9`` of the process, like a record SQS accepted. Every receive, delete,
+retry and dead-letter is a committed transaction too. When a queue file is opened, messages
+that were in flight (received, neither deleted nor released) become visible at once: the
+process that held them is gone, so they are redelivered (at-least-once; the consumers are
+idempotent by observation id). Without ``path`` the same code runs on a private in-memory
+SQLite database (for tests), lost with the process. The file opens lazily, at first use.
 
 For fault tests: ``duplicate_next(n)`` delivers the next ``n`` sent messages twice (same
 ``messageId``, as SQS at-least-once delivery does), ``out_of_order=True`` picks visible
@@ -23,14 +37,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import random
+import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from engram.local.server import FakeLambdaContext
 
@@ -39,8 +56,14 @@ _log = logging.getLogger("engram.local.sqs")
 ACCOUNT = "000000000000"
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 256 * 1024
+#: Deliveries before a record is dead-lettered (the AWS redrive policy's maxReceiveCount).
+DEFAULT_MAX_RECEIVE_COUNT = 5
+#: How long a batch handed to the in-process consumer stays hidden from other receivers.
+PUSH_IN_FLIGHT_S = 900.0
+QUEUE_DIR = "queues"
 
 Consumer = Callable[[dict[str, Any], Any], Any]
+Synchronous = Literal["FULL", "NORMAL"]
 
 
 class LocalSqsError(Exception):
@@ -59,13 +82,19 @@ class Message:
     attributes: dict[str, Any]
     sent_at_ms: int
     visible_at: float
+    """Wall-clock epoch seconds from which the message may be received (again)."""
     receive_count: int = 0
     first_receive_ms: int | None = None
     sequence: int = 0
+    """Row id: send order (duplicates of one message have their own rows)."""
+    receipt: str | None = None
+    """The receipt handle of the current receive; None when not received since."""
 
 
 @dataclass
 class QueueStats:
+    """Counters of this process (not persisted)."""
+
     sent: int = 0
     delivered: int = 0
     succeeded: int = 0
@@ -77,8 +106,233 @@ def _md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def queue_path(data_dir: Path | str, name: str) -> Path:
+    """Where the durable queue ``name`` of a local service lives: ``<data_dir>/queues/``."""
+    return Path(data_dir) / QUEUE_DIR / f"{name}.sqlite3"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    attributes TEXT NOT NULL,
+    sent_at_ms INTEGER NOT NULL,
+    visible_at REAL NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    first_receive_ms INTEGER,
+    receipt TEXT
+);
+CREATE INDEX IF NOT EXISTS messages_visible ON messages (visible_at, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_receipt ON messages (receipt);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    record TEXT NOT NULL
+);
+"""
+_SELECT_ALL = (
+    "SELECT seq, message_id, body, attributes, sent_at_ms, visible_at, receive_count, "
+    "first_receive_ms, receipt FROM messages ORDER BY seq"
+)
+_SELECT_VISIBLE = (
+    "SELECT seq, message_id, body, attributes, sent_at_ms, visible_at, receive_count, "
+    "first_receive_ms, receipt FROM messages WHERE visible_at <= ? ORDER BY seq LIMIT ?"
+)
+
+
+def _message(row: tuple[Any, ...]) -> Message:
+    seq, message_id, body, attributes, sent_at_ms, visible_at, count, first, receipt = row
+    return Message(
+        message_id=message_id,
+        body=body,
+        attributes=json.loads(attributes),
+        sent_at_ms=sent_at_ms,
+        visible_at=visible_at,
+        receive_count=count,
+        first_receive_ms=first,
+        sequence=seq,
+        receipt=receipt,
+    )
+
+
+class QueueStore:
+    """One queue's messages and dead letters in SQLite. Not thread-safe by itself: the owning
+    ``LocalQueue`` calls it under its lock. Every mutating method is one committed
+    transaction."""
+
+    def __init__(
+        self, path: Path | str | None = None, *, synchronous: Synchronous = "FULL"
+    ) -> None:
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError("synchronous must be FULL or NORMAL")
+        self.path = Path(path) if path is not None else None
+        self.synchronous = synchronous
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def durable(self) -> bool:
+        return self.path is not None
+
+    def db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.executescript(_SCHEMA)
+        if self.path is not None:
+            # whoever held the in-flight messages is gone: visible again, now
+            with _transaction(conn):
+                conn.execute(
+                    "UPDATE messages SET receipt = NULL, visible_at = MIN(visible_at, ?) "
+                    "WHERE receipt IS NOT NULL",
+                    (time.time(),),
+                )
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None and self.path is not None:
+            self._conn.close()
+            self._conn = None
+
+    # --- writes --------------------------------------------------------------------------
+    def add(self, messages: Sequence[Message]) -> None:
+        conn = self.db()
+        with _transaction(conn):
+            conn.executemany(
+                "INSERT INTO messages (message_id, body, attributes, sent_at_ms, visible_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (
+                        m.message_id,
+                        m.body,
+                        json.dumps(m.attributes, default=str),
+                        m.sent_at_ms,
+                        m.visible_at,
+                    )
+                    for m in messages
+                ],
+            )
+
+    def receive(self, messages: Sequence[Message], hidden_until: float) -> None:
+        """Mark ``messages`` received: count + 1, a new receipt each, hidden until then."""
+        now_ms = _now_ms()
+        for m in messages:
+            m.receive_count += 1
+            if m.first_receive_ms is None:
+                m.first_receive_ms = now_ms
+            m.receipt = f"{m.message_id}#{uuid.uuid4().hex}"
+            m.visible_at = hidden_until
+        conn = self.db()
+        with _transaction(conn):
+            conn.executemany(
+                "UPDATE messages SET receive_count = ?, first_receive_ms = ?, receipt = ?, "
+                "visible_at = ? WHERE seq = ?",
+                [
+                    (m.receive_count, m.first_receive_ms, m.receipt, m.visible_at, m.sequence)
+                    for m in messages
+                ],
+            )
+
+    def settle(
+        self,
+        *,
+        delete: Sequence[str] = (),
+        retry: Sequence[tuple[str, float]] = (),
+        dead: Sequence[tuple[str | None, dict[str, Any]]] = (),
+    ) -> int:
+        """In one transaction: delete the messages of receipts ``delete``; make those of
+        ``retry`` visible at the time given; copy each ``dead`` record to the dead letters and
+        delete its message (when a receipt is given). Returns how many receipts matched."""
+        conn = self.db()
+        matched = 0
+        with _transaction(conn):
+            for receipt in delete:
+                matched += conn.execute(
+                    "DELETE FROM messages WHERE receipt = ?", (receipt,)
+                ).rowcount
+            for receipt, visible_at in retry:
+                matched += conn.execute(
+                    "UPDATE messages SET receipt = NULL, visible_at = ? WHERE receipt = ?",
+                    (visible_at, receipt),
+                ).rowcount
+            for dead_receipt, record in dead:
+                conn.execute(
+                    "INSERT INTO dead_letters (record) VALUES (?)",
+                    (json.dumps(record, default=str),),
+                )
+                if dead_receipt is not None:
+                    matched += conn.execute(
+                        "DELETE FROM messages WHERE receipt = ?", (dead_receipt,)
+                    ).rowcount
+        return matched
+
+    def dead_letter_rows(self, seqs: Sequence[int], records: Sequence[dict[str, Any]]) -> None:
+        """Move messages (by row) to the dead letters, one record each."""
+        conn = self.db()
+        with _transaction(conn):
+            for seq, record in zip(seqs, records, strict=True):
+                conn.execute(
+                    "INSERT INTO dead_letters (record) VALUES (?)",
+                    (json.dumps(record, default=str),),
+                )
+                conn.execute("DELETE FROM messages WHERE seq = ?", (seq,))
+
+    # --- reads ---------------------------------------------------------------------------
+    def visible(self, now: float, limit: int | None = None) -> list[Message]:
+        rows = self.db().execute(_SELECT_VISIBLE, (now, -1 if limit is None else limit))
+        return [_message(row) for row in rows]
+
+    def next_visible_at(self) -> float | None:
+        row = self.db().execute("SELECT MIN(visible_at) FROM messages").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def count(self) -> int:
+        row = self.db().execute("SELECT COUNT(*) FROM messages").fetchone()
+        return int(row[0]) if row else 0
+
+    def in_flight(self) -> int:
+        row = (
+            self.db().execute("SELECT COUNT(*) FROM messages WHERE receipt IS NOT NULL").fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    def messages(self) -> list[Message]:
+        rows = self.db().execute(_SELECT_ALL)
+        return [_message(row) for row in rows]
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        rows = self.db().execute("SELECT record FROM dead_letters ORDER BY seq")
+        return [json.loads(r[0]) for r in rows]
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 class LocalQueue:
-    """One queue with its event source mapping to ``consumer``."""
+    """One queue with its event source mapping to ``consumer``; durable when ``path`` is
+    given (see the module docstring)."""
 
     def __init__(
         self,
@@ -89,14 +343,20 @@ class LocalQueue:
         batch_size: int = 10,
         batch_window_s: float = 0.0,
         visibility_timeout_s: float = 1.0,
-        max_receive_count: int = 3,
+        max_receive_count: int = DEFAULT_MAX_RECEIVE_COUNT,
+        backoff_factor: float = 2.0,
+        max_visibility_timeout_s: float = 60.0,
         out_of_order: bool = False,
         seed: int | None = None,
+        path: Path | str | None = None,
+        synchronous: Synchronous = "FULL",
     ) -> None:
         if not 1 <= batch_size <= 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
         if max_receive_count < 1:
             raise ValueError("max_receive_count must be at least 1")
+        if visibility_timeout_s < 0 or max_visibility_timeout_s < 0 or backoff_factor < 1:
+            raise ValueError("visibility timeouts must be >= 0 and backoff_factor >= 1")
         self.name = name
         self.consumer = consumer
         self.region = region
@@ -104,23 +364,40 @@ class LocalQueue:
         self.batch_window_s = batch_window_s
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count
+        self.backoff_factor = backoff_factor
+        self.max_visibility_timeout_s = max_visibility_timeout_s
         self.out_of_order = out_of_order
         self.url = f"https://sqs.{region}.amazonaws.com/{ACCOUNT}/{name}"
         self.arn = f"arn:aws:sqs:{region}:{ACCOUNT}:{name}"
-        self.dead_letters: list[dict[str, Any]] = []
         self.stats = QueueStats()
         #: ``fail_sends(entry) -> True`` makes that entry fail in ``send_message_batch``.
         self.fail_sends: Callable[[Mapping[str, Any]], bool] | None = None
         #: raised by the next and every following send while set.
         self.send_error: Exception | None = None
-        self._messages: list[Message] = []
-        self._inflight = 0
+        self.store = QueueStore(path, synchronous=synchronous)
+        self._now: Callable[[], float] = time.time
         self._duplicates = 0
-        self._seq = 0
         self._rng = random.Random(seed)  # noqa: S311 - test fault injection, not crypto
         self._cond = threading.Condition()
         self._stop = False
         self._thread: threading.Thread | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """The queue's SQLite file, or None when it lives in memory."""
+        return self.store.path
+
+    @property
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Records that were dead-lettered, oldest first (a copy; persisted when durable)."""
+        with self._cond:
+            return self.store.dead_letters()
+
+    def retry_delay_s(self, receive_count: int) -> float:
+        """How long a record that failed its ``receive_count``-th delivery stays hidden."""
+        exponent = max(0, receive_count - 1)
+        delay = self.visibility_timeout_s * self.backoff_factor**exponent
+        return float(min(delay, self.max_visibility_timeout_s))
 
     # --- producer side -------------------------------------------------------------------
     def duplicate_next(self, count: int = 1) -> None:
@@ -129,6 +406,8 @@ class LocalQueue:
             self._duplicates += count
 
     def send_message_batch(self, Entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:  # noqa: N803
+        """SQS's SendMessageBatch; the accepted entries are committed (on disk when durable)
+        before it returns."""
         if self.send_error is not None:
             raise self.send_error
         if not Entries:
@@ -143,8 +422,11 @@ class LocalQueue:
             raise LocalSqsError("BatchRequestTooLong", f"batch over {MAX_BATCH_BYTES} bytes")
         successful: list[dict[str, Any]] = []
         failed: list[dict[str, Any]] = []
-        now_ms = time.time_ns() // 1_000_000
+        rows: list[Message] = []
+        now_ms = _now_ms()
         with self._cond:
+            now = self._now()
+            duplicates = self._duplicates
             for entry in Entries:
                 body = entry.get("MessageBody")
                 if not isinstance(body, str) or not body:
@@ -170,25 +452,26 @@ class LocalQueue:
                 message_id = str(uuid.uuid4())
                 delay = float(entry.get("DelaySeconds", 0) or 0)
                 copies = 1
-                if self._duplicates > 0:
-                    self._duplicates -= 1
+                if duplicates > 0:
+                    duplicates -= 1
                     copies = 2
                 for _ in range(copies):
-                    self._seq += 1
-                    self._messages.append(
+                    rows.append(
                         Message(
                             message_id=message_id,
                             body=body,
                             attributes=dict(entry.get("MessageAttributes") or {}),
                             sent_at_ms=now_ms,
-                            visible_at=time.monotonic() + delay,
-                            sequence=self._seq,
+                            visible_at=now + delay,
                         )
                     )
-                self.stats.sent += 1
                 successful.append(
                     {"Id": entry["Id"], "MessageId": message_id, "MD5OfMessageBody": _md5(body)}
                 )
+            if rows:
+                self.store.add(rows)  # raises (nothing accepted) when it cannot commit
+            self._duplicates = duplicates
+            self.stats.sent += len(successful)
             self._cond.notify_all()
         result: dict[str, Any] = {"Successful": successful}
         if failed:
@@ -208,7 +491,7 @@ class LocalQueue:
     def _record(self, message: Message) -> dict[str, Any]:
         return {
             "messageId": message.message_id,
-            "receiptHandle": f"{message.message_id}#{uuid.uuid4().hex}",
+            "receiptHandle": message.receipt or f"{message.message_id}#{uuid.uuid4().hex}",
             "body": message.body,
             "attributes": {
                 "ApproximateReceiveCount": str(message.receive_count),
@@ -224,30 +507,23 @@ class LocalQueue:
         }
 
     def _take_batch(self) -> list[Message]:
-        """Under the lock: remove up to batch_size visible messages and mark them received."""
-        now = time.monotonic()
-        visible = [m for m in self._messages if m.visible_at <= now]
-        if not visible:
-            return []
+        """Under the lock: up to batch_size visible messages, marked received (committed)."""
+        now = self._now()
         if self.out_of_order:
+            visible = self.store.visible(now)
             self._rng.shuffle(visible)
+            batch = visible[: self.batch_size]
         else:
-            visible.sort(key=lambda m: m.sequence)
-        batch = visible[: self.batch_size]
-        taken = {id(m) for m in batch}
-        self._messages = [m for m in self._messages if id(m) not in taken]
-        now_ms = time.time_ns() // 1_000_000
-        for m in batch:
-            m.receive_count += 1
-            if m.first_receive_ms is None:
-                m.first_receive_ms = now_ms
-        self._inflight += len(batch)
+            batch = self.store.visible(now, self.batch_size)
+        if batch:
+            self.store.receive(batch, now + PUSH_IN_FLIGHT_S)
         return batch
 
     def _next_wake(self) -> float | None:
-        if not self._messages:
+        at = self.store.next_visible_at()
+        if at is None:
             return None
-        return max(0.0, min(m.visible_at for m in self._messages) - time.monotonic())
+        return max(0.0, at - self._now())
 
     def _failed_ids(self, batch: list[Message], response: Any) -> set[str]:
         all_ids = {m.message_id for m in batch}
@@ -289,38 +565,46 @@ class LocalQueue:
         return len(batch)
 
     def _settle(self, batch: list[Message], failed: set[str]) -> None:
+        delete: list[str] = []
+        retry: list[tuple[str, float]] = []
+        dead: list[tuple[str | None, dict[str, Any]]] = []
         with self._cond:
+            now = self._now()
             self.stats.delivered += len(batch)
             for m in batch:
+                assert m.receipt is not None
                 if m.message_id not in failed:
                     self.stats.succeeded += 1
+                    delete.append(m.receipt)
                     continue
                 self.stats.failed += 1
                 if m.receive_count >= self.max_receive_count:
                     self.stats.dead_lettered += 1
-                    self.dead_letters.append(self._record(m))
+                    dead.append((m.receipt, self._record(m)))
                 else:
-                    m.visible_at = time.monotonic() + self.visibility_timeout_s
-                    self._messages.append(m)
-            self._inflight -= len(batch)
-            self._cond.notify_all()
+                    retry.append((m.receipt, now + self.retry_delay_s(m.receive_count)))
+            try:
+                self.store.settle(delete=delete, retry=retry, dead=dead)
+            finally:
+                self._cond.notify_all()
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._stop:
-                    wake = self._next_wake()
-                    if wake == 0.0:
-                        break
-                    self._cond.wait(timeout=wake if wake is not None else 1.0)
-                if self._stop:
-                    return
-            if self.batch_window_s > 0:
-                time.sleep(self.batch_window_s)
             try:
+                with self._cond:
+                    while not self._stop:
+                        wake = self._next_wake()
+                        if wake == 0.0:
+                            break
+                        self._cond.wait(timeout=min(wake, 1.0) if wake is not None else 1.0)
+                    if self._stop:
+                        return
+                if self.batch_window_s > 0:
+                    time.sleep(self.batch_window_s)
                 self.process_once()
             except Exception:
                 _log.exception("queue worker %s", self.name)
+                time.sleep(0.5)  # e.g. the queue file is unreadable: do not spin
 
     def start(self) -> LocalQueue:
         if self._thread is None:
@@ -330,6 +614,7 @@ class LocalQueue:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop the worker (messages stay queued; a durable queue keeps them on disk)."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
@@ -337,16 +622,28 @@ class LocalQueue:
             self._thread.join(timeout)
             self._thread = None
 
+    def close(self) -> None:
+        """Stop the worker and close the queue file (a later use opens it again). An
+        in-memory queue keeps its messages."""
+        self.stop()
+        with self._cond:
+            self.store.close()
+
     def pending(self) -> int:
         """Messages queued, delayed or in flight (not dead letters)."""
         with self._cond:
-            return len(self._messages) + self._inflight
+            return self.store.count()
+
+    def messages(self) -> list[Message]:
+        """A snapshot of every message queued, delayed or in flight, in send order."""
+        with self._cond:
+            return self.store.messages()
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every message was consumed or dead-lettered. True if drained in time."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._messages or self._inflight:
+            while self.store.count():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -401,6 +698,12 @@ class LocalSqs:
         for q in self.queues.values():
             with contextlib.suppress(Exception):
                 q.stop(timeout)
+
+    def close(self) -> None:
+        """Stop every worker and close the queue files."""
+        for q in self.queues.values():
+            with contextlib.suppress(Exception):
+                q.close()
 
     def drain_and_stop(self, timeout: float = 30.0) -> bool:
         """A drain hook for ``LocalService``."""
