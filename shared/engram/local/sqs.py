@@ -197,9 +197,7 @@ class QueueStore:
             # whoever held the in-flight messages is gone: visible again, now
             with _transaction(conn):
                 conn.execute(
-                    "UPDATE messages SET receipt = NULL, visible_at = MIN(visible_at, ?) "
-                    "WHERE receipt IS NOT NULL",
-                    (time.time(),),
+                    "UPDATE messages SET receipt = NULL, visible_at = 0 WHERE receipt IS NOT NULL"
                 )
         return conn
 
@@ -350,6 +348,7 @@ class LocalQueue:
         seed: int | None = None,
         path: Path | str | None = None,
         synchronous: Synchronous = "FULL",
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not 1 <= batch_size <= 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
@@ -375,7 +374,8 @@ class LocalQueue:
         #: raised by the next and every following send while set.
         self.send_error: Exception | None = None
         self.store = QueueStore(path, synchronous=synchronous)
-        self._now: Callable[[], float] = time.time
+        #: wall-clock epoch seconds (persisted deadlines must survive a restart)
+        self._now: Callable[[], float] = clock or time.time
         self._duplicates = 0
         self._rng = random.Random(seed)  # noqa: S311 - test fault injection, not crypto
         self._cond = threading.Condition()
