@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine(),
             **result,
         }
+        if os.environ.get("ENGRAM_BENCH_QUICK") == "1":
+            record.setdefault("quick", True)  # the report marks the section as quick
         tmp = RESULTS / f"{name}.json.tmp"
         tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
         tmp.replace(RESULTS / f"{name}.json")
