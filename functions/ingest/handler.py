@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.api.http import json_response
+from aws_lambda_powertools.event_handler import Response
+
 from engram.api.models import (
     AcceptedResponse,
     EventsRequest,
@@ -18,38 +19,46 @@ from engram.api.models import (
     TranscriptRequest,
 )
 from engram.observability import add_metric, instrument
-from engram.use_cases.routing import Request, Route, dispatch
+from engram.use_cases.routing import http_app, path_param, request, respond
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 
+app = http_app()
 
-def post_observations(req: Request) -> dict[str, Any]:
+
+@app.post("/v1/observations")
+def post_observations() -> Response[str]:
+    req = request(app)
     caller = req.caller
     body = req.body(ObservationsRequest)
     accepted = req.container.ingest.accept_observations(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )
     add_metric("ObservationsAccepted", accepted.accepted)
-    return json_response(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
+    return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
 
 
-def post_events(req: Request) -> dict[str, Any]:
+@app.post("/v1/events")
+def post_events() -> Response[str]:
+    req = request(app)
     caller = req.caller
     body = req.body(EventsRequest)
     accepted = req.container.ingest.accept_events(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )
     add_metric("ObservationsAccepted", accepted.accepted)
-    return json_response(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
+    return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
 
 
-def post_transcript(req: Request) -> dict[str, Any]:
+@app.post("/v1/conversations/<conversation_id>/transcript")
+def post_transcript(conversation_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    conversation_id = req.path("conversationId")
+    conversation = path_param("conversationId", conversation_id)
     body = req.body(TranscriptRequest)
-    job = req.container.ingest.queue_transcript(caller, conversation_id, body)
+    job = req.container.ingest.queue_transcript(caller, conversation, body)
     add_metric("TranscriptsQueued")
-    return json_response(
+    return respond(
         202,
         QueuedResponse(
             queued=True, conversation_id=job.conversation_id, messages=len(job.messages)
@@ -57,13 +66,6 @@ def post_transcript(req: Request) -> dict[str, Any]:
     )
 
 
-ROUTES: dict[str, Route] = {
-    "POST /v1/observations": post_observations,
-    "POST /v1/events": post_events,
-    "POST /v1/conversations/{conversationId}/transcript": post_transcript,
-}
-
-
 @instrument
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return dispatch(event, ROUTES)
+    return app.resolve(event, context)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from engram.api.http import json_response
+from aws_lambda_powertools.event_handler import Response
+
 from engram.api.models import (
     ApproveRequest,
     ExtractionSettingsOut,
@@ -35,13 +36,15 @@ from engram.api.models import (
 from engram.errors import InvalidInput, NotFound
 from engram.observability import add_metric, instrument
 from engram.use_cases.convert import epoch_ms, fact_out, memory_out
-from engram.use_cases.routing import Request, Route, dispatch
+from engram.use_cases.routing import http_app, path_param, request, respond
 
 MAX_PATH_ID_CHARS = 128
 
+app = http_app()
 
-def _id(req: Request, name: str) -> str:
-    value = req.path(name)
+
+def _id(name: str, raw: str) -> str:
+    value = path_param(name, raw)
     if len(value) > MAX_PATH_ID_CHARS or not value.isprintable():
         raise InvalidInput(name, f"must be 1-{MAX_PATH_ID_CHARS} printable characters")
     return value
@@ -55,7 +58,9 @@ def _version() -> str:
 
 
 # --- health --------------------------------------------------------------------------------
-def get_health(req: Request) -> dict[str, Any]:
+@app.get("/v1/health")
+def get_health() -> Response[str]:
+    req = request(app)
     container = req.container
 
     def probe(fn: Any) -> Any:
@@ -72,24 +77,30 @@ def get_health(req: Request) -> dict[str, Any]:
         redis=redis_status,
         postgres=pg_status,
     )
-    return json_response(200, body, headers={"Cache-Control": "no-store"})
+    return respond(200, body, headers={"Cache-Control": "no-store"})
 
 
 # --- facts ---------------------------------------------------------------------------------
-def get_facts(req: Request) -> dict[str, Any]:
+@app.get("/v1/facts")
+def get_facts() -> Response[str]:
+    req = request(app)
     facts = req.container.behaviour.list_facts(req.caller.identity_id)
-    return json_response(200, FactsResponse(facts=[fact_out(f) for f in facts]))
+    return respond(200, FactsResponse(facts=[fact_out(f) for f in facts]))
 
 
-def delete_fact(req: Request) -> dict[str, Any]:
+@app.delete("/v1/facts/<fact_id>")
+def delete_fact(fact_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    if not req.container.behaviour.forget_fact(caller.identity_id, _id(req, "factId")):
+    if not req.container.behaviour.forget_fact(caller.identity_id, _id("factId", fact_id)):
         raise NotFound("fact not found")
-    return json_response(204)
+    return respond(204)
 
 
 # --- memories ------------------------------------------------------------------------------
-def post_memory(req: Request) -> dict[str, Any]:
+@app.post("/v1/memories")
+def post_memory() -> Response[str]:
+    req = request(app)
     caller = req.caller
     body = req.body(MemorySaveRequest)
     memory, created = req.container.memories.save(
@@ -102,58 +113,72 @@ def post_memory(req: Request) -> dict[str, Any]:
         scope=body.scope,
     )
     add_metric("MemoriesSaved")
-    return json_response(201 if created else 200, memory_out(memory))
+    return respond(201 if created else 200, memory_out(memory))
 
 
-def get_memories(req: Request) -> dict[str, Any]:
+@app.get("/v1/memories")
+def get_memories() -> Response[str]:
+    req = request(app)
     caller = req.caller
     query = MemoryRecallQuery.model_validate(req.query())
     found = req.container.memories.recall(
         caller, query=query.query or "", max_results=query.max_results, persona_id=query.persona_id
     )
-    return json_response(200, MemoryListResponse(memories=[memory_out(m) for m in found]))
+    return respond(200, MemoryListResponse(memories=[memory_out(m) for m in found]))
 
 
-def get_memory(req: Request) -> dict[str, Any]:
+@app.get("/v1/memories/<memory_id>")
+def get_memory(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    return json_response(200, memory_out(req.container.memories.get(caller, _id(req, "id"))))
+    return respond(200, memory_out(req.container.memories.get(caller, _id("id", memory_id))))
 
 
-def patch_memory(req: Request) -> dict[str, Any]:
+@app.patch("/v1/memories/<memory_id>")
+def patch_memory(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    memory_id = _id(req, "id")
+    memory_id = _id("id", memory_id)
     body = req.body(MemoryPatchRequest)
     memory = req.container.memories.update(
         caller, memory_id, key=body.key, value=body.value, confidence=body.confidence
     )
-    return json_response(200, memory_out(memory))
+    return respond(200, memory_out(memory))
 
 
-def delete_memory(req: Request) -> dict[str, Any]:
+@app.delete("/v1/memories/<memory_id>")
+def delete_memory(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    req.container.memories.delete(caller, _id(req, "id"))
-    return json_response(204)
+    req.container.memories.delete(caller, _id("id", memory_id))
+    return respond(204)
 
 
-def archive_memory(req: Request) -> dict[str, Any]:
+@app.post("/v1/memories/<memory_id>/archive")
+def archive_memory(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    return json_response(200, memory_out(req.container.memories.archive(caller, _id(req, "id"))))
+    return respond(200, memory_out(req.container.memories.archive(caller, _id("id", memory_id))))
 
 
 # --- tools ---------------------------------------------------------------------------------
-def get_tools(req: Request) -> dict[str, Any]:
+@app.get("/v1/tools")
+def get_tools() -> Response[str]:
+    req = request(app)
     _ = req.caller
     definitions = req.container.memories.tool_definitions("json_schema")
     tools = [
         ToolDefinition(name=d["name"], description=d["description"], input_schema=d["parameters"])
         for d in definitions
     ]
-    return json_response(200, ToolsResponse(tools=tools))
+    return respond(200, ToolsResponse(tools=tools))
 
 
-def post_tool(req: Request) -> dict[str, Any]:
+@app.post("/v1/tools/<name>")
+def post_tool(name: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    name = _id(req, "name")
+    name = _id("name", name)
     body = req.body(ToolCallRequest, empty_as_object=True)
     result = req.container.memories.execute_tool(
         caller,
@@ -164,17 +189,19 @@ def post_tool(req: Request) -> dict[str, Any]:
     )
     payload = result.model_dump(mode="json", by_alias=True)
     payload["memories"] = [memory_out(m).model_dump(mode="json") for m in result.memories]
-    return json_response(200, ToolCallResponse(name=result.name, result=payload))
+    return respond(200, ToolCallResponse(name=result.name, result=payload))
 
 
 # --- review --------------------------------------------------------------------------------
-def get_review(req: Request) -> dict[str, Any]:
+@app.get("/v1/review")
+def get_review() -> Response[str]:
+    req = request(app)
     caller = req.caller
     query = ReviewListQuery.model_validate(req.query())
     page = req.container.memories.list_pending(
         caller, persona_id=query.persona_id, limit=query.limit, cursor=query.cursor
     )
-    return json_response(
+    return respond(
         200,
         ReviewListResponse(
             memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
@@ -182,17 +209,21 @@ def get_review(req: Request) -> dict[str, Any]:
     )
 
 
-def approve(req: Request) -> dict[str, Any]:
+@app.post("/v1/review/<memory_id>/approve")
+def approve(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    memory_id = _id(req, "id")
+    memory_id = _id("id", memory_id)
     body = req.body(ApproveRequest, empty_as_object=True)
     memory = req.container.memories.approve(caller, memory_id, key=body.key, value=body.value)
-    return json_response(200, memory_out(memory))
+    return respond(200, memory_out(memory))
 
 
-def reject(req: Request) -> dict[str, Any]:
+@app.post("/v1/review/<memory_id>/reject")
+def reject(memory_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    return json_response(200, memory_out(req.container.memories.reject(caller, _id(req, "id"))))
+    return respond(200, memory_out(req.container.memories.reject(caller, _id("id", memory_id))))
 
 
 # --- personas and team settings ------------------------------------------------------------
@@ -217,9 +248,11 @@ def _persona_out(persona: Any) -> PersonaResponse:
     )
 
 
-def put_persona(req: Request) -> dict[str, Any]:
+@app.put("/v1/personas/<persona_id>")
+def put_persona(persona_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    persona_id = _id(req, "personaId")
+    persona_id = _id("personaId", persona_id)
     body = req.body(PersonaRequest)
     # ``retention`` left out keeps the stored rules, so it is passed only when sent
     config = body.model_dump(mode="json", by_alias=True, exclude={"retention"})
@@ -228,16 +261,20 @@ def put_persona(req: Request) -> dict[str, Any]:
             None if body.retention is None else body.retention.model_dump(by_alias=True)
         )
     persona = req.container.memories.put_persona(caller, persona_id, config)
-    return json_response(200, _persona_out(persona))
+    return respond(200, _persona_out(persona))
 
 
-def get_persona(req: Request) -> dict[str, Any]:
+@app.get("/v1/personas/<persona_id>")
+def get_persona(persona_id: str) -> Response[str]:
+    req = request(app)
     caller = req.caller
-    persona = req.container.memories.get_persona(caller, _id(req, "personaId"))
-    return json_response(200, _persona_out(persona))
+    persona = req.container.memories.get_persona(caller, _id("personaId", persona_id))
+    return respond(200, _persona_out(persona))
 
 
-def put_team_settings(req: Request) -> dict[str, Any]:
+@app.put("/v1/settings/team")
+def put_team_settings() -> Response[str]:
+    req = request(app)
     caller = req.caller
     body = req.body(TeamSettingsRequest)
     changes: dict[str, Any] = {}
@@ -248,7 +285,7 @@ def put_team_settings(req: Request) -> dict[str, Any]:
     saved = req.container.memories.put_team_settings(
         caller, memory_enabled=body.memory_enabled, **changes
     )
-    return json_response(
+    return respond(
         200,
         TeamSettingsResponse(
             team_id=caller.team_id,
@@ -260,39 +297,20 @@ def put_team_settings(req: Request) -> dict[str, Any]:
 
 
 # --- the caller's data ---------------------------------------------------------------------
-def get_export(req: Request) -> dict[str, Any]:
-    return json_response(200, req.container.me.export(req.caller))
+@app.get("/v1/me/export")
+def get_export() -> Response[str]:
+    req = request(app)
+    return respond(200, req.container.me.export(req.caller))
 
 
-def delete_me(req: Request) -> dict[str, Any]:
+@app.delete("/v1/me")
+def delete_me() -> Response[str]:
+    req = request(app)
     receipt = req.container.me.erase(req.caller)
     add_metric("UsersErased")
-    return json_response(200, receipt)
-
-
-ROUTES: dict[str, Route] = {
-    "GET /v1/health": get_health,
-    "GET /v1/facts": get_facts,
-    "DELETE /v1/facts/{factId}": delete_fact,
-    "POST /v1/memories": post_memory,
-    "GET /v1/memories": get_memories,
-    "GET /v1/memories/{id}": get_memory,
-    "PATCH /v1/memories/{id}": patch_memory,
-    "DELETE /v1/memories/{id}": delete_memory,
-    "POST /v1/memories/{id}/archive": archive_memory,
-    "GET /v1/tools": get_tools,
-    "POST /v1/tools/{name}": post_tool,
-    "GET /v1/review": get_review,
-    "POST /v1/review/{id}/approve": approve,
-    "POST /v1/review/{id}/reject": reject,
-    "PUT /v1/personas/{personaId}": put_persona,
-    "GET /v1/personas/{personaId}": get_persona,
-    "PUT /v1/settings/team": put_team_settings,
-    "GET /v1/me/export": get_export,
-    "DELETE /v1/me": delete_me,
-}
+    return respond(200, receipt)
 
 
 @instrument
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return dispatch(event, ROUTES)
+    return app.resolve(event, context)

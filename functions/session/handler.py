@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.api.http import json_response
+from aws_lambda_powertools.event_handler import Response
+
 from engram.api.models import SessionRequest
 from engram.observability import add_metric, instrument
-from engram.use_cases.routing import Request, Route, dispatch
+from engram.use_cases.routing import http_app, request, respond
+
+app = http_app()
 
 
-def post_session(req: Request) -> dict[str, Any]:
+@app.post("/v1/sessions")
+def post_session() -> Response[str]:
+    req = request(app)
     caller = req.caller
     body = req.body(SessionRequest, empty_as_object=True)
     response, load = req.container.sessions.start(
@@ -24,12 +29,9 @@ def post_session(req: Request) -> dict[str, Any]:
         add_metric("ConsolidationDegraded")
     if any(reason.startswith("memories:") for reason in response.degraded):
         add_metric("RecallDegraded")
-    return json_response(200, response)
-
-
-ROUTES: dict[str, Route] = {"POST /v1/sessions": post_session}
+    return respond(200, response)
 
 
 @instrument
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return dispatch(event, ROUTES)
+    return app.resolve(event, context)

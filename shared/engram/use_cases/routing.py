@@ -1,36 +1,65 @@
 """How a Lambda handler answers an API Gateway HTTP API (payload v2) event.
 
-``dispatch(event, routes)`` picks the function for ``event["routeKey"]`` (``"GET
-/v1/memories/{id}"``, exactly as API Gateway and the local server set it), calls it with a
-``Request`` and turns any exception into the SPEC §4 error body (``engram.api.errors``): the one
-place errors become HTTP. A route function parses its input, calls one use case and returns
-``json_response(...)``.
+Each HTTP function is a Powertools ``APIGatewayHttpResolver`` used the way its docs show::
+
+    app = http_app()  # the resolver, with engram.api.errors.register_error_handlers(app)
+
+    @app.get("/v1/memories/<memory_id>")
+    def get_memory(memory_id: str) -> Response[str]:
+        req = request(app)
+        return respond(200, ...)
+
+    @instrument
+    def handler(event, context):
+        return app.resolve(event, context)
+
+Errors are mapped to the SPEC §4 body in one place (``register_error_handlers``: every exception
+a route raises, and the resolver's own 404 for a path no route matches). A route function
+parses its input, calls one use case and returns ``respond(...)``. Bodies are parsed with
+``engram.api.http.parse_body`` (size, content type, JSON, field names), not by the resolver's
+validation, so error shapes are ours.
+
+Lambda runs one invocation per execution environment at a time, which is what the resolver
+assumes: it keeps the current event and its routing context on the resolver (the event even on
+the shared ``BaseRouter`` class). ``engram serve`` calls the same handler modules from many
+threads at once, so the resolver ``http_app()`` builds keeps that per-request state per thread
+and builds each route's middleware stack once under a lock; otherwise it is the stock resolver.
+
+Powertools is imported inside the functions below (as in ``engram.api.errors``), so importing
+this module stays cheap; the handler modules that call ``http_app()`` load it at import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import unquote
 
 from pydantic import BaseModel
 
-from engram.api.errors import to_lambda_response
-from engram.api.http import parse_body
-from engram.errors import InvalidInput, NotFound
+from engram.api.http import json_response, parse_body
+from engram.errors import InvalidInput
 from engram.identity import Caller
 from engram.settings import Settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+
     from engram.bootstrap import Container
 
 M = TypeVar("M", bound=BaseModel)
-Route = Callable[["Request"], dict[str, Any]]
+
+_resolver_class: type[APIGatewayHttpResolver] | None = None
+_resolver_class_lock = threading.Lock()
 
 
 @dataclass
 class Request:
+    """The current request's conveniences: caller, settings, query, headers, parsed body."""
+
     event: Mapping[str, Any]
     container: Container
 
@@ -43,13 +72,6 @@ class Request:
         from engram.api.identity import caller_from_event
 
         return caller_from_event(self.event, self.settings)
-
-    def path(self, name: str) -> str:
-        params = self.event.get("pathParameters") or {}
-        value = params.get(name) if isinstance(params, Mapping) else None
-        if not isinstance(value, str) or not value:
-            raise InvalidInput(name, "is required")
-        return value
 
     def query(self) -> dict[str, str]:
         params = self.event.get("queryStringParameters") or {}
@@ -74,18 +96,118 @@ class Request:
         )
 
 
-def dispatch(
-    event: Mapping[str, Any], routes: Mapping[str, Route], container: Container | None = None
-) -> dict[str, Any]:
-    """Answer ``event`` with the route its ``routeKey`` names (404 when none)."""
-    try:
-        if container is None:
-            from engram.bootstrap import get_container
+def request(app: APIGatewayHttpResolver) -> Request:
+    """The request ``app`` is resolving, over the process's ``Container``."""
+    from engram.bootstrap import get_container
 
-            container = get_container()
-        route = routes.get(str(event.get("routeKey", "")))
-        if route is None:
-            raise NotFound("not found")
-        return route(Request(event, container))
-    except Exception as exc:
-        return to_lambda_response(exc)
+    return Request(app.current_event.raw_event, get_container())
+
+
+def path_param(name: str, raw: str) -> str:
+    """A path segment the resolver matched, percent-decoded as API Gateway decodes
+    ``pathParameters`` (``a%20b`` -> ``a b``); ``InvalidInput`` when it decodes to nothing."""
+    value = unquote(raw)
+    if not value:
+        raise InvalidInput(name, "is required")
+    return value
+
+
+def respond(
+    status: int,
+    body: BaseModel | Mapping[str, Any] | list[Any] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> Response[str]:
+    """A JSON response (``engram.api.http.json_response``'s status, headers and body: a model
+    dumped by alias, camelCase, in JSON mode; an empty body for ``None``, as for 204)."""
+    from aws_lambda_powertools.event_handler import Response
+
+    built = json_response(status, body, headers=headers)
+    # "" rather than None: the resolver would serialise a None JSON body as "null"
+    return Response(status_code=status, body=built.get("body", ""), headers=built["headers"])
+
+
+def http_app() -> APIGatewayHttpResolver:
+    """A new ``APIGatewayHttpResolver`` (no resolver-side validation) whose errors are the
+    SPEC §4 bodies and whose per-request state is per thread."""
+    from engram.api.errors import register_error_handlers
+
+    app = _thread_safe_resolver_class()()
+    register_error_handlers(app)
+    return app
+
+
+def _thread_safe_resolver_class() -> type[APIGatewayHttpResolver]:
+    global _resolver_class  # noqa: PLW0603 - built once, on first use (Powertools is lazy)
+    with _resolver_class_lock:
+        if _resolver_class is None:
+            _resolver_class = _build_resolver_class()
+        return _resolver_class
+
+
+def _build_resolver_class() -> type[APIGatewayHttpResolver]:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+    from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    class ThreadSafeHttpResolver(APIGatewayHttpResolver):
+        """``APIGatewayHttpResolver`` whose ``current_event``, ``lambda_context`` and
+        ``context`` (route, route arguments) belong to the calling thread."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            self._per_thread = threading.local()
+            self._build_lock = threading.Lock()
+            super().__init__(**kwargs)
+
+        @property  # type: ignore[override]
+        def current_event(self) -> APIGatewayProxyEventV2:
+            event: APIGatewayProxyEventV2 = self._per_thread.event
+            return event
+
+        @current_event.setter
+        def current_event(self, value: APIGatewayProxyEventV2) -> None:
+            self._per_thread.event = value
+
+        @property
+        def lambda_context(self) -> LambdaContext:
+            context: LambdaContext = self._per_thread.lambda_context
+            return context
+
+        @lambda_context.setter
+        def lambda_context(self, value: LambdaContext) -> None:
+            self._per_thread.lambda_context = value
+
+        @property
+        def context(self) -> dict[str, Any]:
+            found: dict[str, Any] | None = getattr(self._per_thread, "context", None)
+            if found is None:
+                found = self._per_thread.context = {}
+            return found
+
+        @context.setter
+        def context(self, value: dict[str, Any]) -> None:
+            self._per_thread.context = value
+
+        def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+            # the stock resolve() sets the event on the BaseRouter class; reads go to ours
+            self.current_event = cast(APIGatewayProxyEventV2, self._to_proxy_event(dict(event)))
+            self.lambda_context = context
+            try:
+                return super().resolve(event, context)
+            finally:
+                del self._per_thread.event, self._per_thread.lambda_context
+
+        def _call_route(
+            self, route: Route, route_arguments: dict[str, str]
+        ) -> ResponseBuilder[Any]:
+            # a route builds its middleware stack on its first call: one thread builds it
+            if not route._middleware_stack_built:
+                with self._build_lock:
+                    if not route._middleware_stack_built:
+                        route._build_middleware_stack(
+                            router_middlewares=self._router_middlewares, app=self
+                        )
+            return super()._call_route(route, route_arguments)
+
+    return ThreadSafeHttpResolver

@@ -21,7 +21,9 @@ from functions.session import handler as session_fn
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.redis_client import make_redis
 from engram.adapters.sqs import SqsSender
+from engram.api.models import ROUTES as SPEC_ROUTES
 from engram.bootstrap import Container, set_container
+from engram.local.routes import FUNCTION_ROUTES
 from engram.local.server import FakeLambdaContext, build_event
 from engram.local.sqs import LocalQueue, LocalSqs
 from engram.settings import Settings
@@ -31,10 +33,12 @@ FUNCTIONS: dict[str, Any] = {
     "session": session_fn.handler,
     "memories": memories_fn.handler,
 }
+#: route key -> function, as ``engram serve`` and infra/ map them (memories: everything else)
 ROUTE_FUNCTION = {
-    **dict.fromkeys(ingest_fn.ROUTES, "ingest"),
-    **dict.fromkeys(session_fn.ROUTES, "session"),
-    **dict.fromkeys(memories_fn.ROUTES, "memories"),
+    route.route_key: next(
+        (name for name, keys in FUNCTION_ROUTES.items() if route.route_key in keys), "memories"
+    )
+    for route in SPEC_ROUTES
 }
 
 
