@@ -330,7 +330,13 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 class LocalQueue:
     """One queue with its event source mapping to ``consumer``; durable when ``path`` is
-    given (see the module docstring)."""
+    given (see the module docstring).
+
+    ``synchronous`` is the SQLite setting of a durable queue (FULL: each commit is fsynced;
+    NORMAL: survives the process dying, not the machine). ``clock`` (wall-clock epoch
+    seconds, default ``time.time``) is for tests; deadlines are stored in it, so a durable
+    queue's clock must be the wall clock.
+    """
 
     def __init__(
         self,
