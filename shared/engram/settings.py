@@ -147,6 +147,8 @@ class Settings(BaseSettings):
     """Audience of dev tokens issued and checked by the local service."""
     maintenance_interval_s: int = Field(default=60, ge=1)
     """Local service: seconds between maintenance runs."""
+    ingest_max_receive_count: int = Field(default=5, ge=1, le=1000)
+    """Local service: deliveries of an ingest record before it is dead-lettered (as SQS)."""
 
     # --- scheduled maintenance -----------------------------------------------------------
     maintenance_sweep_idle_days: int = Field(default=7, ge=1)

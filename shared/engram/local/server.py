@@ -607,7 +607,11 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = get_settings()
     database_url = prepare_database(settings)
-    app = build_app(settings, parts={"database_url": database_url, "migrate": False})
+    app = build_app(
+        settings,
+        parts={"database_url": database_url, "migrate": False},
+        ingest_max_receive_count=settings.ingest_max_receive_count,
+    )
     service = LocalService(app.routes, settings=settings, host=args.host, port=args.port)
     app.start()
     for hook in app.drain_hooks:
