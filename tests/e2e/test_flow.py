@@ -381,7 +381,15 @@ def test_erasure_leaves_nothing_of_the_user(service: LocalEngram, tenant: Tenant
         client.save("pet", "a cat called Miso")
         client.save("helpdesk_tone", "short answers", persona_id="helpdesk")
         emit_work(client)
-        session_with(client, {"tool_affinity:get_account"})
+        # every emitted observation is consolidated (they arrive one SQS record at a time)
+        session_with(
+            client,
+            {
+                "tool_affinity:get_account",
+                "tool_avoidance:search_docs",
+                "domain_preference:royalty",
+            },
+        )
     alice.post_observations(
         [
             {
