@@ -11,6 +11,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from engram.adapters.apigateway import http_app, path_param, request, respond
+from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
     AcceptedResponse,
     EventsRequest,
@@ -18,8 +20,6 @@ from engram.api.models import (
     QueuedResponse,
     TranscriptRequest,
 )
-from engram.observability import add_metric, instrument
-from engram.use_cases.routing import http_app, path_param, request, respond
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 

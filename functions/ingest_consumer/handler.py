@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engram.adapters.observability import SQS_MESSAGE_ID, instrument
 from engram.behaviour.models import Observation
-from engram.observability import SQS_MESSAGE_ID, instrument
 
 _processor: list[Any] = []
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engram.adapters.observability import add_metric, instrument, logger, metrics
 from engram.bootstrap import get_container
 from engram.maintenance.wiring import DAILY, FREQUENT, build_maintenance_job
-from engram.observability import add_metric, instrument, logger, metrics
 
 if TYPE_CHECKING:
     from engram.bootstrap import Container

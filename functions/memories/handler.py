@@ -12,6 +12,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from engram.adapters.apigateway import http_app, path_param, request, respond
+from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
     ApproveRequest,
     ExtractionSettingsOut,
@@ -34,9 +36,7 @@ from engram.api.models import (
     ToolsResponse,
 )
 from engram.errors import InvalidInput, NotFound
-from engram.observability import add_metric, instrument
 from engram.use_cases.convert import epoch_ms, fact_out, memory_out
-from engram.use_cases.routing import http_app, path_param, request, respond
 
 MAX_PATH_ID_CHARS = 128
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from engram.adapters.apigateway import http_app, request, respond
+from engram.adapters.observability import add_metric, instrument
 from engram.api.models import SessionRequest
-from engram.observability import add_metric, instrument
-from engram.use_cases.routing import http_app, request, respond
 
 app = http_app()
 

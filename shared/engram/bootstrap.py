@@ -129,7 +129,7 @@ class Container:
                 from engram.adapters.redis_client import make_redis
 
                 return make_redis(self.settings)
-            from engram.local.embedded import redis_client
+            from engram.adapters.embedded import redis_client
 
             return redis_client(self.settings)
 
@@ -183,7 +183,7 @@ class Container:
 
                 client = self._secrets or secrets_client(s.aws_region)
                 return database_url_from_secret(s.database_url, s.database_secret_arn, client)
-            from engram.local.embedded import database_url
+            from engram.adapters.embedded import database_url
 
             url = database_url(s)
             if self._migrate is not False:

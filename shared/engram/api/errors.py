@@ -23,11 +23,9 @@ anything else                          500     ``internal``         nothing of i
 =====================================  ======  ===================  ===========================
 
 ``error_response(exc)`` is the pure mapping; ``to_lambda_response(exc)`` gives an API Gateway
-v2 response dict; ``register_error_handlers(app)`` wires both into a Powertools resolver with
-one call. Powertools is imported only inside that function.
+v2 response dict; ``engram.adapters.apigateway.register_error_handlers(app)`` wires the same
+mapping into a Powertools resolver with one call. This module imports no Powertools.
 """
-
-# Heavy or optional dependencies are imported where used, so importing this module is cheap.
 
 from __future__ import annotations
 
@@ -35,14 +33,11 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from engram import errors as domain
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 _log = logging.getLogger("engram.api")
 
@@ -206,42 +201,3 @@ def to_lambda_response(exc: BaseException) -> dict[str, Any]:
         "body": err.body_json(),
         "isBase64Encoded": False,
     }
-
-
-def to_powertools_response(exc: BaseException) -> Response[str]:
-    from aws_lambda_powertools.event_handler import Response
-
-    err = error_response(exc)
-    if err.status >= 500:
-        log_unexpected(exc)
-    return Response(
-        status_code=err.status,
-        content_type=JSON_CONTENT_TYPE,
-        body=err.body_json(),
-        headers=dict(err.headers),
-    )
-
-
-def register_error_handlers(app: APIGatewayHttpResolver) -> None:
-    """Make ``app`` answer every error with the SPEC §4 error body. Call once per function."""
-    from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
-    from aws_lambda_powertools.event_handler.openapi.exceptions import (
-        RequestUnsupportedContentType,
-        RequestValidationError,
-    )
-
-    handled: list[type[Exception]] = [
-        domain.EngramError,
-        ValidationError,
-        RequestValidationError,
-        RequestUnsupportedContentType,
-        json.JSONDecodeError,
-        UnicodeDecodeError,
-        InvalidJsonError,
-        BodyTooLargeError,
-        UnsupportedMediaTypeError,
-        NotFoundError,
-        ServiceError,
-        Exception,
-    ]
-    app.exception_handler(handled)(to_powertools_response)

@@ -582,8 +582,8 @@ class LocalService:
 def prepare_database(settings: Settings) -> str:
     """The PostgreSQL URL to serve with (``ENGRAM_DATABASE_URL``, else the embedded one under
     ``ENGRAM_DATA_DIR``), migrated."""
+    from engram.adapters.embedded import database_url
     from engram.adapters.postgres.migrate import apply_migrations
-    from engram.local.embedded import database_url
 
     url = database_url(settings)
     applied = apply_migrations(url, embedding_dimensions=settings.embedding_dimensions)

@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from engram.local.embedded import database_url, embedded_postgres
+from engram.adapters.embedded import database_url, embedded_postgres
 from engram.settings import Settings
 
 pytestmark = pytest.mark.integration

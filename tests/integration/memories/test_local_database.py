@@ -1,6 +1,6 @@
 """`engram migrate` and `engram serve` meet the same local database: with no
 ``ENGRAM_DATABASE_URL``, both use the embedded PostgreSQL under ``ENGRAM_DATA_DIR``
-(``engram.local.embedded.database_url``), so what `engram migrate` applied is what the
+(``engram.adapters.embedded.database_url``), so what `engram migrate` applied is what the
 service finds, and `engram serve` has nothing left to apply."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from engram.adapters.embedded import embedded_postgres
 from engram.adapters.postgres.migrate import load_migrations
-from engram.local.embedded import embedded_postgres
 from engram.local.server import prepare_database
 from engram.settings import Settings
 

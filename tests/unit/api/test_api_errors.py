@@ -11,10 +11,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import ValidationError
 
 from engram import errors as domain
+from engram.adapters.apigateway import register_error_handlers
 from engram.api.errors import (
     BodyTooLargeError,
     error_response,
-    register_error_handlers,
     to_lambda_response,
 )
 from engram.api.models import MemorySaveRequest, ObservationsRequest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engram import observability
+from engram.adapters import observability
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +35,7 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 
 SCENARIO = """
 import json
-from engram import observability
+from engram.adapters import observability
 from engram.local.server import FakeLambdaContext
 
 
@@ -90,7 +90,7 @@ def test_objects_are_created_once() -> None:
 
 def test_importing_is_cheap_and_imports_no_powertools() -> None:
     code = (
-        "import sys, engram.observability, engram.api.errors, engram.api.identity, "
+        "import sys, engram.adapters.observability, engram.api.errors, engram.api.identity, "
         "engram.api.models;"
         "bad = [m for m in ('aws_lambda_powertools', 'boto3', 'redis', 'psycopg') "
         "if m in sys.modules]; print(bad)"

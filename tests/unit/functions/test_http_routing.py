@@ -20,12 +20,12 @@ from functions.ingest import handler as ingest_fn
 from functions.memories import handler as memories_fn
 from functions.session import handler as session_fn
 
+from engram.adapters.apigateway import http_app, request, respond
 from engram.api.models import ROUTES
 from engram.bootstrap import Container, set_container
 from engram.local.routes import FUNCTION_ROUTES
 from engram.local.server import FakeLambdaContext, build_event
 from engram.settings import Settings
-from engram.use_cases.routing import http_app, request, respond
 
 HANDLERS: dict[str, Any] = {
     "ingest": ingest_fn.handler,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.local.embedded import lua_available, redis_client
+from engram.adapters.embedded import lua_available, redis_client
 from engram.settings import Settings
 
 

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         url = args.database_url
     else:
         # the very database `engram serve` uses: ENGRAM_DATABASE_URL, else the embedded one
-        from engram.local.embedded import database_url
+        from engram.adapters.embedded import database_url
 
         url = database_url(settings)
     dims = args.embedding_dimensions or settings.embedding_dimensions

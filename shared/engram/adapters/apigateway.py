@@ -2,7 +2,7 @@
 
 Each HTTP function is a Powertools ``APIGatewayHttpResolver`` used the way its docs show::
 
-    app = http_app()  # the resolver, with engram.api.errors.register_error_handlers(app)
+    app = http_app()  # the resolver, with register_error_handlers(app) below
 
     @app.get("/v1/memories/<memory_id>")
     def get_memory(memory_id: str) -> Response[str]:
@@ -25,12 +25,13 @@ the shared ``BaseRouter`` class). ``engram serve`` calls the same handler module
 threads at once, so the resolver ``http_app()`` builds keeps that per-request state per thread
 and builds each route's middleware stack once under a lock; otherwise it is the stock resolver.
 
-Powertools is imported inside the functions below (as in ``engram.api.errors``), so importing
+Powertools is imported inside the functions below, so importing
 this module stays cheap; the handler modules that call ``http_app()`` load it at import.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,8 +39,17 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from engram import errors as domain
+from engram.api.errors import (
+    JSON_CONTENT_TYPE,
+    BodyTooLargeError,
+    InvalidJsonError,
+    UnsupportedMediaTypeError,
+    error_response,
+    log_unexpected,
+)
 from engram.api.http import json_response, parse_body
 from engram.errors import InvalidInput
 from engram.identity import Caller
@@ -130,7 +140,6 @@ def respond(
 def http_app() -> APIGatewayHttpResolver:
     """A new ``APIGatewayHttpResolver`` (no resolver-side validation) whose errors are the
     SPEC §4 bodies and whose per-request state is per thread."""
-    from engram.api.errors import register_error_handlers
 
     app = _thread_safe_resolver_class()()
     register_error_handlers(app)
@@ -211,3 +220,43 @@ def _build_resolver_class() -> type[APIGatewayHttpResolver]:
             return super()._call_route(route, route_arguments)
 
     return ThreadSafeHttpResolver
+
+
+# --- errors: the one place they become HTTP (the mapping itself is engram.api.errors) ---------
+def to_powertools_response(exc: BaseException) -> Response[str]:
+    from aws_lambda_powertools.event_handler import Response
+
+    err = error_response(exc)
+    if err.status >= 500:
+        log_unexpected(exc)
+    return Response(
+        status_code=err.status,
+        content_type=JSON_CONTENT_TYPE,
+        body=err.body_json(),
+        headers=dict(err.headers),
+    )
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    """Make ``app`` answer every error with the SPEC §4 error body. Call once per function."""
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+    from aws_lambda_powertools.event_handler.openapi.exceptions import (
+        RequestUnsupportedContentType,
+        RequestValidationError,
+    )
+
+    handled: list[type[Exception]] = [
+        domain.EngramError,
+        ValidationError,
+        RequestValidationError,
+        RequestUnsupportedContentType,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        InvalidJsonError,
+        BodyTooLargeError,
+        UnsupportedMediaTypeError,
+        NotFoundError,
+        ServiceError,
+        Exception,
+    ]
+    app.exception_handler(handled)(to_powertools_response)

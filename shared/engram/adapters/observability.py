@@ -7,7 +7,7 @@ this module costs nothing and imports no Powertools.
 
 A handler module does::
 
-    from engram.observability import instrument
+    from engram.adapters.observability import instrument
 
     @instrument
     def handler(event, context):
