@@ -125,10 +125,6 @@ class Container:
     @property
     def redis(self) -> Any:
         def make() -> Any:
-            if self.settings.redis_url:
-                from engram.adapters.redis_client import make_redis
-
-                return make_redis(self.settings)
             from engram.adapters.embedded import redis_client
 
             return redis_client(self.settings)

@@ -80,13 +80,10 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
 
 
 def _client(settings: Settings) -> tuple[Any, str]:
-    if settings.redis_url:
-        from engram.adapters.redis_client import make_redis
+    from engram.adapters.embedded import redis_client
 
-        return make_redis(settings), settings.redis_url
-    import fakeredis
-
-    return fakeredis.FakeRedis(), "embedded Redis (fakeredis, in-process)"
+    where = settings.redis_url or "embedded Redis (fakeredis, in-process)"
+    return redis_client(settings), where
 
 
 def _show_facts(facts: list[Fact]) -> None:

@@ -102,21 +102,12 @@ def fake_redis_server() -> Any:
 
 
 def redis_client(settings: Settings, *, decode_responses: bool = False) -> redis.Redis:
-    """A Redis client for ``Settings.redis_url``, or the embedded in-process fakeredis."""
+    """A Redis client for ``Settings.redis_url`` (``make_redis``: bounded timeouts, TLS, auth),
+    or else the embedded in-process fakeredis (``decode_responses`` applies to that one)."""
     if settings.redis_url:
-        import redis as redis_lib
+        from engram.adapters.redis_client import make_redis
 
-        password = settings.redis_password.get_secret_value() if settings.redis_password else None
-        client: redis.Redis = redis_lib.Redis.from_url(
-            settings.redis_url,
-            username=settings.redis_username,
-            password=password,
-            socket_timeout=settings.redis_socket_timeout_ms / 1000,
-            socket_connect_timeout=settings.redis_connect_timeout_ms / 1000,
-            max_connections=settings.redis_max_connections,
-            decode_responses=decode_responses,
-        )
-        return client
+        return make_redis(settings)
     import fakeredis
 
     fake: redis.Redis = fakeredis.FakeRedis(
