@@ -18,7 +18,6 @@ from engram.extraction.models import Proposal, TranscriptJob
 from engram.extraction.ports import SinkOutcome
 from engram.maintenance.ports import ErasureLog
 from engram.memories.models import Scope
-from engram.memories.ports import MemoryStore
 from engram.memories.service import ProposalResult
 
 
@@ -39,15 +38,9 @@ class Proposer(Protocol):
 
 
 class MemoryProposalSink:
-    """``store`` is accepted for compatibility and no longer used."""
+    """Extraction proposals become ``pending_review`` memories through ``MemoryService``."""
 
-    def __init__(
-        self,
-        service: Proposer,
-        store: MemoryStore | None = None,
-        *,
-        erasures: ErasureLog | None = None,
-    ) -> None:
+    def __init__(self, service: Proposer, *, erasures: ErasureLog | None = None) -> None:
         self._service = service
         self._erasures = erasures
 

@@ -163,7 +163,7 @@ def build_maintenance_job(
         erasures=container.erasure_log,
         queue=queue,
         extractor=extractor_override or (extractor(container) if queue is not None else None),
-        sink=MemoryProposalSink(service, store),
+        sink=MemoryProposalSink(service, erasures=container.erasure_log),
         extraction_config_for=extraction_config_for(service),
         config=config or maintenance_config(settings),
         monotonic=monotonic,
