@@ -4,6 +4,23 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+_ESCAPES = {"%": "%25", ":": "%3A", "{": "%7B", "}": "%7D"}
+
+
+def _escape(part: str) -> str:
+    """Percent-encode only '%', ':', '{' and '}': ordinary ids stay as they are."""
+    return "".join(_ESCAPES.get(ch, ch) for ch in part)
+
+
+def identity_id_for(team_id: str, user_id: str) -> str:
+    """The unambiguous behavioural identity of a user: ``<team>:<user>``, each part escaped.
+
+    Team and user ids may contain ':' (and '{', '}' would change a Redis hash slot), so each
+    part is percent-encoded for exactly those characters plus '%'. Team ``acme`` + user
+    ``eu:bob`` and team ``acme:eu`` + user ``bob`` therefore never share an identity.
+    """
+    return f"{_escape(team_id)}:{_escape(user_id)}"
+
 
 class Caller(BaseModel):
     """The verified identity a request acts as.
@@ -29,7 +46,7 @@ class Caller(BaseModel):
     @property
     def identity_id(self) -> str:
         """The key of this user's behavioural memory: users never meet across teams."""
-        return f"{self.team_id}:{self.user_id}"
+        return identity_id_for(self.team_id, self.user_id)
 
     def can_administer_team(self, team_id: str) -> bool:
         return self.is_admin or (self.is_team_admin and self.team_id == team_id)
