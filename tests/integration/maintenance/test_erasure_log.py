@@ -56,7 +56,7 @@ def test_rows_are_isolated_per_team_under_rls(db: Database) -> None:
     log = PostgresErasureLog(db)
     log.record("t1", "u1", 10)
     log.record("t2", "u9", 20)
-    with db.tenant(AccessContext(team_id="t1", user_id="someone")) as conn:
+    with db.tenant(AccessContext(team_id="t1", user_id="admin", elevated=True)) as conn:
         rows = conn.execute("SELECT team_id, user_id FROM erasures ORDER BY 1").fetchall()
     assert rows == [("t1", "u1")]
     with db.tenant(AccessContext(team_id="", user_id="x")) as conn:
@@ -81,3 +81,35 @@ def test_a_user_cannot_record_someone_elses_erasure(db: Database) -> None:
     ):
         conn.execute("INSERT INTO erasures (team_id, user_id, erased_at) VALUES ('t2', 'x', now())")
     assert not PostgresErasureLog(db).erased_since("t1", "victim", 0)
+
+
+def test_a_member_reads_only_their_own_erasures(db: Database) -> None:
+    log = PostgresErasureLog(db)
+    log.record("t1", "u1", 10)
+    log.record("t1", "u2", 20)
+    select = "SELECT user_id FROM erasures ORDER BY 1"
+    with db.tenant(AccessContext(team_id="t1", user_id="someone")) as conn:
+        assert conn.execute(select).fetchall() == []
+    with db.tenant(AccessContext(team_id="t1", user_id="u1")) as conn:
+        assert conn.execute(select).fetchall() == [("u1",)]
+    with db.tenant(AccessContext(team_id="t1", user_id="boss", elevated=True)) as conn:
+        assert conn.execute(select).fetchall() == [("u1",), ("u2",)]
+
+
+@pytest.mark.parametrize("elevated", [False, True])
+def test_definer_functions_refuse_a_tenant_session(db: Database, elevated: bool) -> None:
+    log = PostgresErasureLog(db)
+    log.record("tB", "victim", 10)
+    attacker = AccessContext(team_id="tA", user_id="mallory", elevated=elevated)
+    calls = [
+        "SELECT * FROM engram_pending_erasures(NULL, NULL, NULL, 100)",
+        "SELECT engram_mark_erasure_purged('tB', 'victim', to_timestamp(0.01), now())",
+        "SELECT * FROM engram_retention_policies(NULL, 100)",
+    ]
+    for sql in calls:
+        with pytest.raises(Forbidden), db.tenant(attacker) as conn:
+            conn.execute(sql)
+    # nothing was marked: the maintenance path (no tenant) still lists and marks the purge
+    assert [r.key for r in log.pending_purges(after=None, limit=10)] == [(10, "tB", "victim")]
+    log.mark_purged("tB", "victim", 10)
+    assert log.pending_purges(after=None, limit=10) == []
