@@ -3,6 +3,7 @@
 
 202 only after SQS accepted every record; 503 (``unavailable``) otherwise. Ids are
 deterministic per request (``Idempotency-Key`` header or the body), so a retry is idempotent.
+A transcript naming a persona is refused (403) when a memory save with that persona would be.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def post_transcript(conversation_id: str) -> Response[str]:
     caller = req.caller
     conversation = path_param("conversationId", conversation_id)
     body = req.body(TranscriptRequest)
+    if body.persona_id is not None:
+        # 403 / memory-disabled exactly like a memory save with this persona
+        req.container.memories.check_persona_access(caller, body.persona_id)
     job = req.container.ingest.queue_transcript(caller, conversation, body)
     add_metric("TranscriptsQueued")
     return respond(

@@ -125,10 +125,24 @@ class BehaviourService:
                 )
 
     def record(self, identity_id: str, observations: Sequence[Observation]) -> int:
-        """Durably append; returns how many were new (a redelivery adds nothing)."""
+        """Durably append; returns how many were new (a redelivery adds nothing).
+
+        Observations already older than the retention window are dropped (not stored, not an
+        error, not counted): a late redelivery of an aged observation must not reinforce a
+        fact again after the observation's id tombstone was pruned.
+        """
         self._check(identity_id, observations)
+        cutoff = self.clock.now_ms() - self.observation_retention_days * 86_400_000
+        fresh = [o for o in observations if o.created_at >= cutoff]
+        if len(fresh) < len(observations):
+            log.info(
+                "dropped %d observation(s) older than retention",
+                len(observations) - len(fresh),
+            )
+        if not fresh:
+            return 0
         try:
-            return self.store.append(identity_id, observations)
+            return self.store.append(identity_id, fresh)
         except EngramError:
             raise
         except Exception as exc:

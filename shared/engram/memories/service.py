@@ -180,6 +180,18 @@ class MemoryService:
         )
 
     # --- memory_save / memory_recall ---------------------------------------------------------
+    def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
+        """Raise what a save with this persona would: ``Forbidden`` when the persona is not
+        open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
+        team or for the persona. ``InvalidInput`` (``personaId``) for a malformed id."""
+        persona = _opt_id(persona_id, "personaId")
+        ctx = context_for(caller)
+        persona_cfg = self._persona(ctx, persona)
+        if persona and not persona_allows(caller, persona_cfg):
+            raise Forbidden("this persona is not available to the caller's groups")
+        if not self._enabled(ctx, persona_cfg):
+            raise MemoryDisabled("memory is switched off for this team or persona")
+
     def save(
         self,
         caller: Caller,

@@ -1,8 +1,12 @@
 """Ingest: validate, assign ids and arrival data, queue — all or nothing for the caller.
 
-* ``POST /v1/observations``: each observation gets an ``id`` and ``createdAt`` when absent.
+* ``POST /v1/observations``: each observation gets an ``id`` and ``createdAt`` when absent. A
+  client ``createdAt`` must lie within the retention window (``Settings
+  .observation_retention_days``) and at most 5 minutes ahead, by server time; otherwise 422.
 * ``POST /v1/events``: raw events become observations (server-side emission).
-* ``POST /v1/conversations/{id}/transcript``: one ``TranscriptJob`` on the extraction queue.
+* ``POST /v1/conversations/{id}/transcript``: one ``TranscriptJob`` on the extraction queue,
+  charged 1 to the rate limiter. The ingest handler first checks the persona the way a memory
+  save does (``MemoryService.check_persona_access``).
 
 Ids assigned here are deterministic: derived from the ``Idempotency-Key`` the client sent or,
 without one, from a digest of the caller and the request body. A client that retries after a
@@ -35,6 +39,8 @@ from engram.identity import Caller
 from engram.use_cases.ports import Limiter, MessageQueue
 
 MAX_IDEMPOTENCY_KEY_CHARS = 128
+MAX_CLOCK_SKEW_MS = 5 * 60_000  # a client createdAt may run at most this far ahead
+DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,17 @@ class IngestService:
         rules: EmissionRules | None = None,
         clock: Clock | None = None,
         limiter: Limiter | None = None,
+        observation_retention_days: int | None = None,
     ) -> None:
+        if observation_retention_days is None:
+            from engram.settings import get_settings
+
+            observation_retention_days = get_settings().observation_retention_days
+        if observation_retention_days < 1:
+            raise InvalidInput("observationRetentionDays", "must be at least 1")
         self.queue = queue
         self.limiter = limiter
+        self.retention_ms = observation_retention_days * DAY_MS
         self.extraction_queue = extraction_queue
         self.rules = rules or EmissionRules()
         self.clock = clock or SystemClock()
@@ -101,10 +115,21 @@ class IngestService:
         batch = batch_id(caller, "observations", items, idempotency_key)
         now = self.clock.now_ms()
         for index, item in enumerate(items):
+            created = item.get("createdAt")
+            if created is not None:
+                self._check_created_at(index, created, now)
             item.setdefault("id", _derived_id(batch, index))
             item.setdefault("createdAt", now)
         observations = parse_observations(items, identity_id=caller.identity_id)
         return self._queue(caller, observations)
+
+    def _check_created_at(self, index: int, created: int, now: int) -> None:
+        field = f"observations.{index}.createdAt"
+        if created < now - self.retention_ms:
+            days = self.retention_ms // DAY_MS
+            raise InvalidInput(field, f"is older than the {days}-day retention window")
+        if created > now + MAX_CLOCK_SKEW_MS:
+            raise InvalidInput(field, "is more than 5 minutes in the future")
 
     def accept_events(
         self, caller: Caller, request: EventsRequest, *, idempotency_key: str | None = None
@@ -123,6 +148,12 @@ class IngestService:
     def queue_transcript(
         self, caller: Caller, conversation_id: str, request: TranscriptRequest
     ) -> TranscriptJob:
+        """Queue one transcript for extraction; the limiter charges 1 (429 queues nothing).
+
+        The caller's right to the persona is checked before this (see the module docstring).
+        """
+        if self.limiter is not None:
+            self.limiter.check(caller.identity_id, cost=1)
         job = TranscriptJob.new(
             conversation_id=conversation_id,
             team_id=caller.team_id,

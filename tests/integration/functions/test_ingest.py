@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from tests.integration.functions.conftest import Stack, peek_records
+from tests.integration.functions.conftest import Stack, peek_records, settings_for
 
 from engram.extraction.models import TranscriptJob
 
@@ -42,7 +43,8 @@ def stored_observations(stack: Stack, identity: str = "acme:alice") -> list[dict
 
 
 def test_observations_are_accepted_queued_and_stored(stack: Stack) -> None:
-    body = {"observations": [OBS, {**OBS, "id": "client-id-1", "createdAt": 1000}]}
+    created = int(time.time() * 1000) - 60_000
+    body = {"observations": [OBS, {**OBS, "id": "client-id-1", "createdAt": created}]}
     res = stack.call("POST /v1/observations", body=body)
     assert res.status == 202
     assert res.body["accepted"] == 2
@@ -52,7 +54,7 @@ def test_observations_are_accepted_queued_and_stored(stack: Stack) -> None:
     stored = stored_observations(stack)
     assert sorted(o["id"] for o in stored) == sorted(res.body["ids"])
     assert all(o["identityId"] == "acme:alice" for o in stored)
-    assert {o["createdAt"] for o in stored} >= {1000}
+    assert {o["createdAt"] for o in stored} >= {created}
 
 
 def test_a_retried_request_gets_the_same_ids_and_is_stored_once(stack: Stack) -> None:
@@ -161,3 +163,60 @@ def test_transcript_is_queued_for_extraction(stack: Stack) -> None:
     )
     assert bad.status == 422
     assert stack.extraction_queue.pending() == 1
+
+
+def test_created_at_outside_the_window_is_422_naming_the_field(stack: Stack) -> None:
+    now = int(time.time() * 1000)
+    day = 86_400_000
+    retention = stack.settings.observation_retention_days
+    for index, created in ((1, now - (retention + 1) * day), (1, now + 10 * 60_000)):
+        body = {"observations": [OBS, {**OBS, "createdAt": created}]}
+        res = stack.call("POST /v1/observations", body=body)
+        assert res.status == 422
+        assert f"observations.{index}.createdAt" in json.dumps(res.body)
+    assert stack.ingest_queue.pending() == 0
+    ok = {"observations": [{**OBS, "createdAt": now - (retention - 1) * day}]}
+    assert stack.call("POST /v1/observations", body=ok).status == 202
+
+
+TRANSCRIPT = "POST /v1/conversations/{conversationId}/transcript"
+TEAM_ADMIN = ("engram-team-admins",)
+
+
+def _put_persona(stack: Stack, persona: str, **config: Any) -> None:
+    res = stack.call(
+        "PUT /v1/personas/{personaId}",
+        path={"personaId": persona},
+        body=config,
+        user="carol",
+        groups=TEAM_ADMIN,
+    )
+    assert res.status == 200, res.body
+
+
+def test_transcript_for_a_persona_the_caller_may_not_use_is_403(stack: Stack) -> None:
+    _put_persona(stack, "sales-bot", allowedGroups=["sales"])
+    _put_persona(stack, "quiet", memoryEnabled=False)
+    body = {"personaId": "sales-bot", "messages": [{"role": "user", "content": "I use helix"}]}
+    path = {"conversationId": "c-1"}
+    assert stack.call(TRANSCRIPT, body=body, path=path).status == 403
+    off = stack.call(TRANSCRIPT, body={**body, "personaId": "quiet"}, path=path)
+    assert off.status == 403
+    assert stack.extraction_queue.pending() == 0
+    # a member of the allowed group may
+    ok = stack.call(TRANSCRIPT, body=body, path=path, groups=("sales",))
+    assert ok.status == 202
+    assert stack.extraction_queue.pending() == 1
+
+
+def test_transcripts_are_rate_limited(
+    redis_url: str, migrated_url: str, tmp_path: Any, make: Any
+) -> None:
+    limited: Stack = make(
+        settings_for(redis_url, migrated_url, tmp_path, observations_per_minute=2)
+    )
+    body = {"messages": [{"role": "user", "content": "hello"}]}
+    path = {"conversationId": "c-2"}
+    statuses = [limited.call(TRANSCRIPT, body=body, path=path).status for _ in range(3)]
+    assert statuses == [202, 202, 429]
+    assert limited.extraction_queue.pending() == 2

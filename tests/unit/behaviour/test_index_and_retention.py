@@ -130,14 +130,16 @@ def test_no_identity_indexed_for_the_whole_pass_is_skipped(
 
 
 def test_the_service_prunes_with_its_retention(clock: FakeClock, make_obs: MakeObs) -> None:
-    old = make_obs("tool_success", "old", at=clock.now_ms() - 12 * MS_PER_DAY)
+    old = make_obs("tool_success", "old", at=clock.now_ms() - 9 * MS_PER_DAY)
     kept = InMemoryBehaviourStore(clock=clock)
     dropped = InMemoryBehaviourStore(clock=clock)
     default = BehaviourService(kept, clock=clock)
     short = BehaviourService(dropped, clock=clock, observation_retention_days=10)
     assert default.observation_retention_days == 30
     for svc in (default, short):
-        svc.record(IDENTITY, [old])
+        svc.record(IDENTITY, [old])  # recorded while within both retentions
+    clock.advance(days=3)  # now 12 days old
+    for svc in (default, short):
         assert [f.subject for f in svc.load_memory(IDENTITY).facts] == ["tool_affinity:old"]
         svc.close()
     assert [o.id for o in kept.since(IDENTITY, None)] == [old.id]

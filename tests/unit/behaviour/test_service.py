@@ -86,6 +86,21 @@ def test_record_is_durable_and_idempotent(clock: FakeClock, make_obs: MakeObs) -
     assert len(store.since(IDENTITY, None)) == 2
 
 
+def test_record_drops_observations_older_than_retention(
+    clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store = InMemoryBehaviourStore()
+    svc = BehaviourService(store, clock=clock, observation_retention_days=7)
+    day = 86_400_000
+    aged = make_obs("tool_success", "a", at=clock.now_ms() - 8 * day)
+    fresh = make_obs("tool_success", "b", at=clock.now_ms() - 6 * day)
+    assert svc.record(IDENTITY, [aged, fresh]) == 1
+    assert [o.id for o in store.since(IDENTITY, None)] == [fresh.id]
+    # a late redelivery of only aged observations stores nothing and does not raise
+    assert svc.record(IDENTITY, [aged]) == 0
+    assert len(store.since(IDENTITY, None)) == 1
+
+
 def test_record_raises_unavailable_on_store_trouble(clock: FakeClock, make_obs: MakeObs) -> None:
     svc = BehaviourService(Broken(), clock=clock)
     with pytest.raises(Unavailable):

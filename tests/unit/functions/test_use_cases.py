@@ -54,7 +54,7 @@ def test_session_has_both_sections_in_order() -> None:
                 type="query_pattern",
                 content="Asked about royalty",
                 metadata={"domain": "royalty", "query": "royalty"},
-                created_at=1,
+                created_at=FakeClock().now_ms(),
             )
         ],
     )
@@ -124,6 +124,27 @@ def test_ingest_ids_are_deterministic_and_keyed() -> None:
     with pytest.raises(InvalidInput) as err:
         ingest.accept_observations(ALICE, request, idempotency_key="x" * 200)
     assert err.value.field == "Idempotency-Key"
+
+
+def test_ingest_refuses_created_at_outside_the_retention_window() -> None:
+    clock = FakeClock()
+    queue = Queue()
+    ingest = IngestService(queue, clock=clock, observation_retention_days=30)
+    now, day = clock.now_ms(), 86_400_000
+    ok = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
+
+    def request(created: int) -> ObservationsRequest:
+        return ObservationsRequest.model_validate(
+            {"observations": [ok, {**ok, "createdAt": created}]}
+        )
+
+    for created in (now - 31 * day, now + 5 * 60_000 + 1):
+        with pytest.raises(InvalidInput) as err:
+            ingest.accept_observations(ALICE, request(created))
+        assert err.value.field == "observations.1.createdAt"
+    assert queue.bodies == []
+    for created in (now - 30 * day, now + 5 * 60_000):
+        assert ingest.accept_observations(ALICE, request(created)).accepted == 2
 
 
 def test_ingest_without_a_queue_is_unavailable() -> None:
