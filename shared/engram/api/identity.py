@@ -49,11 +49,12 @@ def parse_list_claim(value: Any) -> list[str]:
         try:
             decoded = json.loads(text)
         except json.JSONDecodeError:
-            text = text[1:-1]
-        else:
-            if isinstance(decoded, list):
-                return [str(v).strip() for v in decoded if str(v).strip()]
-            text = text[1:-1]
+            decoded = None
+        if isinstance(decoded, list):
+            return [str(v).strip() for v in decoded if str(v).strip()]
+        # API Gateway's "[a b]" rendering separates items by spaces only: a comma belongs to
+        # the item ("x,engram-admins" is one group, never two)
+        return text[1:-1].split()
     return [part for part in text.replace(",", " ").split() if part]
 
 

@@ -41,6 +41,7 @@ def user_claims(**extra: Any) -> dict[str, Any]:
         ("", []),
         (None, []),
         ("[solo]", ["solo"]),
+        ("[x,engram-admins readers]", ["x,engram-admins", "readers"]),
     ],
 )
 def test_group_claim_shapes(raw: Any, expected: list[str]) -> None:
@@ -63,6 +64,14 @@ def test_admin_from_groups_in_any_shape(groups: Any) -> None:
     caller = caller_from_event(event(user_claims(**{"cognito:groups": groups})), SETTINGS)
     assert caller.is_admin
     assert not caller.is_team_admin
+
+
+def test_a_comma_inside_a_bracketed_group_name_does_not_grant_admin() -> None:
+    claims = user_claims(**{"cognito:groups": "[x,engram-admins x,engram-team-admins]"})
+    caller = caller_from_event(event(claims), SETTINGS)
+    assert not caller.is_admin
+    assert not caller.is_team_admin
+    assert "x,engram-admins" in caller.groups
 
 
 def test_team_admin() -> None:
