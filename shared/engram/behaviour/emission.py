@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from functools import cached_property
@@ -15,11 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import jmespath
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from engram.behaviour.models import MAX_CONTENT_CHARS, Observation, ObservationType
 from engram.behaviour.sanitize import clean_text
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
 MAX_ENTITIES_PER_RESULT = 20
@@ -244,8 +247,8 @@ def observations_from_events(
                     if name is not None:
                         metadata["entityName"] = name
                     label = clean_text(name or entity_id, max_len=200)
-                    out.append(
-                        _obs(
+                    try:
+                        entity = _obs(
                             ids,
                             (ref, "e", rule.entity_type, entity_id),
                             type=ObservationType.ENTITY_ACCESS,
@@ -253,7 +256,13 @@ def observations_from_events(
                             metadata=metadata,
                             created_at=now_ms,
                         )
-                    )
+                    except ValidationError:
+                        # a tool result is not client input: an entity whose id or name is
+                        # not a valid fact key (control characters, too long) is skipped,
+                        # and the rest of the batch (tool_success included) still counts
+                        log.info("skipped an invalid %s entity from %s", rule.entity_type, tool)
+                        continue
+                    out.append(entity)
         else:
             error = (event.error or "error")[:1000]
             out.append(

@@ -74,6 +74,27 @@ def test_default_entity_rules(
     assert entities == expected
 
 
+def test_an_invalid_entity_is_skipped_and_the_rest_survives() -> None:
+    result = {
+        "tables": [
+            {"fullName": "DB.S.\x00BAD", "name": "bad"},
+            {"fullName": "DB.S.T\x1b[2J", "name": "escape"},
+            {"fullName": "DB.S.GOOD", "name": "good"},
+        ]
+    }
+    events = [
+        ToolEvent(tool_name="search_snowflake_schema", ok=True, duration_ms=3, result=result),
+        QueryEvent(text="royalty totals"),
+    ]
+    out = observations_from_events(ID, events, now_ms=NOW, batch_id="b")
+    assert [o.type for o in out] == [
+        ObservationType.TOOL_SUCCESS,
+        ObservationType.ENTITY_ACCESS,
+        ObservationType.QUERY_PATTERN,
+    ]
+    assert out[1].metadata["entityId"] == "DB.S.GOOD"
+
+
 def test_failed_tool_results_yield_no_entities() -> None:
     ev = ToolEvent(tool_name="get_account", ok=False, duration_ms=1, error="x", result={"id": "A"})
     out = observations_from_events(ID, [ev], now_ms=NOW)
