@@ -38,13 +38,17 @@ class InMemoryObservationLog(_Base):
         super().__init__()
         self._obs: dict[str, dict[str, Observation]] = {}  # identity -> id -> obs (with seq)
         self._seq: dict[str, int] = {}
+        # ids pruned by the 7-day rule: identity -> id -> createdAt, kept (as Redis keeps its
+        # tombstones) until the 30-day hard prune, so a redelivery is not counted again
+        self._gone: dict[str, dict[str, int]] = {}
 
     def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
         added = 0
         with self._lock:
             log = self._obs.setdefault(identity_id, {})
+            gone = self._gone.get(identity_id, {})
             for obs in observations:
-                if obs.id in log:
+                if obs.id in log or obs.id in gone:
                     continue
                 seq = self._seq.get(identity_id, 0) + 1
                 self._seq[identity_id] = seq
@@ -66,6 +70,14 @@ class InMemoryObservationLog(_Base):
                 for k, o in log.items()
                 if o.created_at < before_ms and (up_to_seq is None or (o.seq or 0) <= up_to_seq)
             ]
+            if up_to_seq is not None and doomed:  # the 7-day rule: leave a tombstone
+                gone = self._gone.setdefault(identity_id, {})
+                for k in doomed:
+                    gone[k] = log[k].created_at
+            elif up_to_seq is None:  # the hard limit: tombstones go too
+                gone = self._gone.get(identity_id, {})
+                for k in [k for k, ts in gone.items() if ts < before_ms]:
+                    del gone[k]
             for k in doomed:
                 del log[k]
         return len(doomed)
@@ -99,6 +111,25 @@ class InMemoryFactRepository(_Base):
             store = self._facts.get(identity_id, {})
             n = sum(1 for fid in fact_ids if store.pop(fid, None) is not None)
             self._bump(identity_id)
+        return n
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each fact only if it is still stored as read (same ``last_reinforced_at``
+        and ``updated_at``): a fact reinforced meanwhile stays."""
+        with self._lock:
+            store = self._facts.get(identity_id, {})
+            n = 0
+            for fact in facts:
+                cur = store.get(fact.id)
+                if (
+                    cur is not None
+                    and cur.last_reinforced_at == fact.last_reinforced_at
+                    and cur.updated_at == fact.updated_at
+                ):
+                    del store[fact.id]
+                    n += 1
+            if n:
+                self._bump(identity_id)
         return n
 
 
@@ -198,6 +229,7 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
             facts = self._facts.pop(identity_id, {})
             self._cursor.pop(identity_id, None)
             self._seq.pop(identity_id, None)
+            self._gone.pop(identity_id, None)
             self._active.pop(identity_id, None)
             self._gen.pop(identity_id, None)
             self._version.pop(identity_id, None)

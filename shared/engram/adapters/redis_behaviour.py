@@ -4,7 +4,8 @@ Key layout (``P`` = ``Settings.redis_key_prefix``, every key of one identity sha
 tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster mode):
 
 - ``P:state:{id}``   hash: ``seq`` (arrival counter), ``cursor`` (consolidated up to seq),
-  ``version`` (bumped by every fact mutation), ``active`` (last activity, epoch ms),
+  ``version`` (the commit fence: bumped by every fact mutation and by every prune or
+  checkpoint that lowers a pending count), ``active`` (last activity, epoch ms),
   ``gen`` (a random generation set when the identity's log is created), ``pmaxts``
 - ``P:obs:{id}``     sorted set: observation JSON scored by arrival ``seq``
 - ``P:obsid:{id}``   hash: observation id → seq (``0`` once pruned: idempotency tombstone)
@@ -57,8 +58,11 @@ _PRUNE_LUA = r"""
 local function header(member)
   return string.match(member, '^(%a)\31([^\31]*)\31([^\31]*)\31(%d+)\n')
 end
-local function unpend(seq)
-  local rows = redis.call('ZRANGEBYSCORE', KEYS[2], seq, seq)
+local function unpend(lo, hi)
+  local rows = redis.call('ZRANGEBYSCORE', KEYS[2], lo, hi)
+  -- lowering a pending count is a mutation the commit fence must see: a consolidation that
+  -- read the count before would otherwise subtract it a second time
+  if #rows > 0 then redis.call('HINCRBY', KEYS[1], 'version', 1) end
   for _, member in ipairs(rows) do
     local kind, key = header(member)
     if kind then
@@ -72,7 +76,7 @@ end
 local function drop_live(id, tomb, cursor)
   local seq = redis.call('HGET', KEYS[3], id)
   if seq then
-    if tonumber(seq) > cursor then unpend(seq) end
+    if tonumber(seq) > cursor then unpend(seq, seq) end
     redis.call('ZREMRANGEBYSCORE', KEYS[2], seq, seq)
   end
   local ts = redis.call('ZSCORE', KEYS[4], id)
@@ -233,6 +237,43 @@ return n
 """
 )
 
+# KEYS: state obs obsid obsts obsgone facts pending. ARGV: ttl (id, lastReinforcedAt,
+# updatedAt) triples. Deletes each fact only if it is stored unchanged since it was read.
+_FACTS_IF_UNCHANGED = (
+    _PRUNE_LUA
+    + r"""
+local n = 0
+for i = 2, #ARGV, 3 do
+  local row = redis.call('HGET', KEYS[6], ARGV[i])
+  if row then
+    local ok, fact = pcall(cjson.decode, row)
+    if ok and type(fact) == 'table' and fact['lastReinforcedAt'] == tonumber(ARGV[i + 1])
+        and fact['updatedAt'] == tonumber(ARGV[i + 2]) then
+      n = n + redis.call('HDEL', KEYS[6], ARGV[i])
+    end
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+  touch(ARGV[1])
+end
+return n
+"""
+)
+
+# KEYS: state obs obsid obsts obsgone facts pending. ARGV: cursor. Sets the checkpoint and
+# drains the pending counts of the observations it now covers (seq in (old cursor, cursor]).
+_CHECKPOINT = (
+    _PRUNE_LUA
+    + r"""
+local old = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
+local new = tonumber(ARGV[1])
+if new > old then unpend('(' .. old, new) end
+redis.call('HSET', KEYS[1], 'cursor', new)
+return 1
+"""
+)
+
 # KEYS: state obs obsid obsts obsgone facts pending stage. Deletes everything; nothing
 # lingers. A consolidation that read before the erasure is fenced by the generation it read.
 _ERASE = r"""
@@ -272,6 +313,8 @@ _SCRIPTS = {
     "commit": _COMMIT,
     "prune": _PRUNE,
     "facts": _FACTS,
+    "facts_if_unchanged": _FACTS_IF_UNCHANGED,
+    "checkpoint": _CHECKPOINT,
     "erase": _ERASE,
     "remove_if_empty": _REMOVE_IF_EMPTY,
     "unindex": _UNINDEX,
@@ -458,11 +501,14 @@ class _RedisBase:
         return f"{self.prefix}:identities"
 
     def shares_backing_with(self, other: object) -> bool:
-        return (
-            isinstance(other, _RedisBase | _CheckpointView)
-            and _backing(other).client is self.client
-            and _backing(other).prefix == self.prefix
-        )
+        """Same prefix on the same Redis server and database (the same client object, or
+        clients whose connection pools point at the same host/port/db or socket path)."""
+        if not isinstance(other, _RedisBase | _CheckpointView):
+            return False
+        theirs = _backing(other)
+        if theirs.prefix != self.prefix:
+            return False
+        return theirs.client is self.client or _server_of(theirs.client) == _server_of(self.client)
 
     # --- script plumbing --------------------------------------------------------------
     def _load(self) -> None:
@@ -855,6 +901,21 @@ def _groups(pairs: dict[Any, Any], max_seq: int) -> tuple[list[KeyGroup], int, b
     return groups, total, pending
 
 
+def _server_of(client: redis.Redis) -> tuple[Any, ...] | None:
+    """(host, port, db, path) of a client's connection pool; None when unknown (then only
+    the same client object counts as the same backing)."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None)
+    if not isinstance(kwargs, dict):
+        return None
+    host, port, path = kwargs.get("host"), kwargs.get("port"), kwargs.get("path")
+    if host is None and path is None:
+        return None
+    if path is None and host in ("localhost", "::1"):
+        host = "127.0.0.1"
+    return (host, port if path is None else None, int(kwargs.get("db") or 0), path)
+
+
 def _backing(obj: object) -> _RedisBase:
     if isinstance(obj, _CheckpointView):
         return obj.store
@@ -908,6 +969,16 @@ class RedisFactRepository(_RedisBase):
         args: list[Any] = [self.ttl_ms, 0, "delete", *fact_ids]
         return int(self._run("facts", self.keys(identity_id), args))
 
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each fact only if it is still stored as read (same ``lastReinforcedAt``
+        and ``updatedAt``), atomically: a fact reinforced meanwhile stays."""
+        if not facts:
+            return 0
+        args: list[Any] = [self.ttl_ms]
+        for fact in facts:
+            args += [fact.id, fact.last_reinforced_at, fact.updated_at]
+        return int(self._run("facts_if_unchanged", self.keys(identity_id), args))
+
 
 class RedisCheckpointStore(_RedisBase):
     def get(self, identity_id: str) -> int | None:
@@ -916,8 +987,9 @@ class RedisCheckpointStore(_RedisBase):
         return int(value) if value is not None else None
 
     def set(self, identity_id: str, value: int) -> None:
-        self.client.hset(self.keys(identity_id)[0], "cursor", value)
-        self.round_trips += 1
+        """Set the checkpoint and, atomically, drain the pending counts of the observations
+        it now covers (else they would be consolidated again by a later round)."""
+        self._run("checkpoint", self.keys(identity_id), [value])
 
 
 class _CheckpointView:

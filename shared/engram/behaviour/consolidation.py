@@ -25,6 +25,7 @@ from engram.behaviour.models import Fact, FactCategory, fact_id, trusted_fact
 from engram.behaviour.ports import (
     AtomicConsolidationStore,
     CheckpointStore,
+    ConditionalFactDelete,
     FactRepository,
     KeyGroup,
     ObservationLog,
@@ -419,9 +420,14 @@ def _consolidate_ports(
 def sweep_expired(
     identity_id: str, *, facts: FactRepository, decay: DecayStrategy, now: int | None = None
 ) -> int:
-    """Delete facts whose current confidence is below the expiry threshold (maintenance job)."""
+    """Delete facts whose current confidence is below the expiry threshold (maintenance job).
+
+    A store with ``delete_unchanged`` deletes only the facts still stored as read, so a fact
+    reinforced by a round between the read and the delete stays."""
     now_ms = _now(now)
-    expired = [
-        f.id for f in facts.get(identity_id) if decay.apply(f, now_ms) < decay.expiry_threshold
-    ]
-    return facts.delete(identity_id, expired) if expired else 0
+    expired = [f for f in facts.get(identity_id) if decay.apply(f, now_ms) < decay.expiry_threshold]
+    if not expired:
+        return 0
+    if isinstance(facts, ConditionalFactDelete):
+        return facts.delete_unchanged(identity_id, expired)
+    return facts.delete(identity_id, [f.id for f in expired])

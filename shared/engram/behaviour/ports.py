@@ -54,6 +54,16 @@ class FactRepository(Protocol):
 
 
 @runtime_checkable
+class ConditionalFactDelete(Protocol):
+    """A fact repository that can delete facts only if they are unchanged since read."""
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each of ``facts`` whose stored ``lastReinforcedAt`` and ``updatedAt``
+        still equal the given ones (atomically); returns how many were deleted."""
+        ...
+
+
+@runtime_checkable
 class CheckpointStore(Protocol):
     def get(self, identity_id: str) -> int | None: ...
 
