@@ -7,6 +7,7 @@ import base64
 import threading
 import uuid
 from datetime import UTC, datetime
+from typing import Protocol
 
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict, InvalidInput
@@ -52,9 +53,20 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return when, memory_id
 
 
+class ErasedSince(Protocol):
+    """The part of ``engram.maintenance.ports.ErasureLog`` the store consults."""
+
+    def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool: ...
+
+
 class InMemoryMemoryStore:
-    def __init__(self, clock: Clock | None = None) -> None:
+    """``erasures``: an erasure log that ``upsert_unless_erased`` consults besides the
+    erasures this store has done itself (``erase_user``)."""
+
+    def __init__(self, clock: Clock | None = None, *, erasures: ErasedSince | None = None) -> None:
         self._clock = clock or SystemClock()
+        self._erasures = erasures
+        self._erased_at: dict[tuple[str, str], datetime] = {}
         self._lock = threading.RLock()
         self._rows: dict[str, Memory] = {}
         self._by_key: dict[_DedupKey, str] = {}
@@ -94,6 +106,24 @@ class InMemoryMemoryStore:
             else:  # like PostgreSQL: a new value without an embedding drops the stale one
                 self._embeddings.pop(row.id, None)
             return row, created
+
+    def upsert_unless_erased(
+        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
+    ) -> tuple[Memory, bool] | None:
+        """``upsert``, unless (``ctx.team_id``, ``user_id``) was erased at or after
+        ``since_ms`` (by ``erase_user`` here, or in the erasure log): then ``None``, nothing
+        written. Checked and written under the store's lock, like PostgreSQL's one
+        statement."""
+        since = datetime.fromtimestamp(since_ms / 1000, UTC)
+        with self._lock:
+            erased = self._erased_at.get((ctx.team_id, user_id))
+            if erased is not None and erased >= since:
+                return None
+            if self._erasures is not None and self._erasures.erased_since(
+                ctx.team_id, user_id, since_ms
+            ):
+                return None
+            return self.upsert(ctx, memory)
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         with self._lock:
@@ -226,6 +256,7 @@ class InMemoryMemoryStore:
     def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
         counts = {Scope.USER.value: 0, Scope.PERSONA_USER.value: 0}
         with self._lock:
+            self._erased_at[(ctx.team_id, user_id)] = self._now()
             erased: set[str] = set()
             for r in list(self._rows.values()):
                 mine = (r.scope is Scope.USER and r.owner_id == user_id) or (

@@ -7,7 +7,9 @@ rejected: never resurrected; memory switched off: dropped) and says which of "cr
 concurrent proposals of one key count one "created" and one "refreshed".
 
 ``is_erased`` answers from an optional erasure log; the job also wraps every sink in
-``ErasureAwareSink`` over its own log.
+``ErasureAwareSink`` over its own log. Those checks run before the proposals are written; the
+write itself passes the job's ``queued_at`` as ``not_erased_since_ms``, so the store refuses a
+proposal when the user was erased after the check (nothing created after ``DELETE /v1/me``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Proposer(Protocol):
         confidence: float,
         source_channel_id: str | None,
         scope: Scope | str | None = None,
+        *,
+        not_erased_since_ms: int | None = None,
     ) -> ProposalResult: ...
 
 
@@ -54,6 +58,7 @@ class MemoryProposalSink:
             proposal.confidence,
             proposal.source_channel_id,
             Scope(proposal.scope.value),
+            not_erased_since_ms=job.queued_at,
         )
         return result.outcome
 

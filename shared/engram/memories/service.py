@@ -13,7 +13,7 @@ import math
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -108,6 +108,15 @@ class ProposalResult:
 
     outcome: ProposalOutcome
     memory: Memory | None
+
+
+@runtime_checkable
+class ErasureGuardedStore(Protocol):
+    """A ``MemoryStore`` that checks the erasure log in the write itself (both adapters)."""
+
+    def upsert_unless_erased(
+        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
+    ) -> tuple[Memory, bool] | None: ...
 
 
 class MemoryService:
@@ -560,12 +569,22 @@ class MemoryService:
         confidence: float,
         source_channel_id: str | None,
         scope: Scope | str | None = None,
+        *,
+        not_erased_since_ms: int | None = None,
     ) -> Memory | None:
         """An extraction proposal (``pending_review``). Key already active: dropped; pending:
         refreshed; archived (rejected): never resurrected. ``None`` when dropped or when
         memory is switched off. ``propose_outcome`` also says what happened."""
         return self.propose_outcome(
-            team_id, user_id, persona_id, key, value, confidence, source_channel_id, scope
+            team_id,
+            user_id,
+            persona_id,
+            key,
+            value,
+            confidence,
+            source_channel_id,
+            scope,
+            not_erased_since_ms=not_erased_since_ms,
         ).memory
 
     def propose_outcome(  # noqa: PLR0917 - the same positional contract as ``propose``
@@ -578,11 +597,19 @@ class MemoryService:
         confidence: float,
         source_channel_id: str | None,
         scope: Scope | str | None = None,
+        *,
+        not_erased_since_ms: int | None = None,
     ) -> ProposalResult:
         """``propose`` answering ``"created"`` (a new pending row), ``"refreshed"`` (the
         pending row of that key updated) or ``"dropped"`` (key active or archived, or memory
         switched off; ``memory`` is then ``None``). Created vs refreshed comes from the
-        write itself, not from an earlier look-up."""
+        write itself, not from an earlier look-up.
+
+        ``not_erased_since_ms`` (the extraction job's ``queued_at``): also ``"dropped"`` when
+        the user was erased (``DELETE /v1/me``) at or after it — checked by the store in the
+        write itself, so an erasure that lands between the job's own check and this write
+        cannot leave a new pending row behind. The store must be an
+        :class:`ErasureGuardedStore` (``TypeError`` otherwise: never written unchecked)."""
         team = _text(team_id, "teamId", ID_MAX)
         user = _text(user_id, "userId", ID_MAX)
         persona = _opt_id(persona_id, "personaId")
@@ -601,21 +628,29 @@ class MemoryService:
         )
         if existing is not None and existing.status is not Status.PENDING_REVIEW:
             return ProposalResult("dropped", None)
-        memory, created = self._store.upsert(
-            ctx,
-            NewMemory(
-                scope=target.scope,
-                owner_id=target.owner_id,
-                user_id=target.user_id,
-                team_id=team,
-                key=key_s,
-                value=value_s,
-                source_channel_id=channel,
-                confidence=conf,
-                status=Status.PENDING_REVIEW,
-                embedding=self._embed(f"{key_s}: {value_s}"),
-            ),
+        new = NewMemory(
+            scope=target.scope,
+            owner_id=target.owner_id,
+            user_id=target.user_id,
+            team_id=team,
+            key=key_s,
+            value=value_s,
+            source_channel_id=channel,
+            confidence=conf,
+            status=Status.PENDING_REVIEW,
+            embedding=self._embed(f"{key_s}: {value_s}"),
         )
+        if not_erased_since_ms is None:
+            memory, created = self._store.upsert(ctx, new)
+        else:
+            if not isinstance(self._store, ErasureGuardedStore):
+                raise TypeError("this memory store cannot check erasures in the write")
+            written = self._store.upsert_unless_erased(
+                ctx, new, user_id=user, since_ms=not_erased_since_ms
+            )
+            if written is None:
+                return ProposalResult("dropped", None)
+            memory, created = written
         return ProposalResult("created" if created else "refreshed", memory)
 
     def apply_retention(

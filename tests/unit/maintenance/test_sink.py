@@ -3,6 +3,7 @@ the write itself."""
 
 from __future__ import annotations
 
+from engram.adapters.erasure_log import InMemoryErasureLog
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.clock import FakeClock
 from engram.extraction.models import Proposal, ProposalScope, TranscriptJob
@@ -83,3 +84,21 @@ def test_propose_outcome_returns_the_stored_memory_and_propose_stays_compatible(
     assert service.propose("t1", "alice", None, "editor", "emacs", 0.7, "c3") is None
     dropped = service.propose_outcome("t1", "alice", None, "editor", "emacs", 0.7, "c3")
     assert (dropped.outcome, dropped.memory) == ("dropped", None)
+
+
+def test_a_proposal_after_the_users_erasure_creates_nothing() -> None:
+    clock = FakeClock(10_000)
+    log = InMemoryErasureLog()
+    store = InMemoryMemoryStore(clock, erasures=log)
+    service = MemoryService(store, store, settings=Settings(), clock=clock)
+    sink = MemoryProposalSink(service, erasures=log)
+    job = _job()  # queued at 1
+    assert not sink.is_erased("t1", "alice", job.queued_at)  # the drain's check passes
+    log.record("t1", "alice", 5_000)  # DELETE /v1/me lands between the check and the write
+    assert sink.propose(job, _proposal("allergy", "peanuts")) == "dropped"
+    assert _pending(service) == []
+    # another user of the team, and alice's transcripts queued after the erasure, go through
+    bob = job.model_copy(update={"user_id": "bob"})
+    assert sink.propose(bob, _proposal("allergy", "peanuts")) == "created"
+    later = job.model_copy(update={"queued_at": 5_001})
+    assert sink.propose(later, _proposal("editor", "vim")) == "created"

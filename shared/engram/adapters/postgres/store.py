@@ -173,36 +173,65 @@ class PostgresMemoryStore:
 
     # --- MemoryStore ------------------------------------------------------------------------
     def upsert(self, ctx: AccessContext, memory: NewMemory) -> tuple[Memory, bool]:
+        written = self._upsert(ctx, memory, None)
+        assert written is not None
+        return written
+
+    def upsert_unless_erased(
+        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
+    ) -> tuple[Memory, bool] | None:
+        """``upsert``, unless the erasure log (table ``erasures``) holds an erasure of
+        (``ctx.team_id``, ``user_id``) at or after ``since_ms``: then nothing is written and
+        the answer is ``None``. The check and the write are one statement. ``ctx`` must be
+        able to read that erasure under RLS (the user themself, or elevated in the team)."""
+        return self._upsert(ctx, memory, (user_id, since_ms))
+
+    def _upsert(
+        self, ctx: AccessContext, memory: NewMemory, unless_erased: tuple[str, int] | None
+    ) -> tuple[Memory, bool] | None:
         now = self._now()
+        values = (
+            uuid.uuid4(),
+            memory.team_id,
+            memory.scope.value,
+            memory.owner_id,
+            memory.user_id,
+            memory.key,
+            memory.value,
+            memory.source_channel_id,
+            memory.confidence,
+            memory.status.value,
+            _vector(memory.embedding),
+            now,
+            now,
+        )
+        guard = ""
+        params: tuple[Any, ...] = values
+        if unless_erased is not None:
+            user_id, since_ms = unless_erased
+            guard = (
+                " WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.team_id = %s"
+                " AND e.user_id = %s AND e.erased_at >= %s)"
+            )
+            since = datetime.fromtimestamp(since_ms / 1000, UTC)
+            params = (*values, ctx.team_id, user_id, since)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
                 "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
                 " source_channel_id, confidence, status, embedding, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s)"
+                " SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s::timestamptz,"
+                f" %s::timestamptz{guard}"
                 " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO UPDATE"
                 " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
                 " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
                 " embedding = EXCLUDED.embedding,"
                 " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
                 f" RETURNING {COLUMNS}, (xmax = 0) AS created",
-                (
-                    uuid.uuid4(),
-                    memory.team_id,
-                    memory.scope.value,
-                    memory.owner_id,
-                    memory.user_id,
-                    memory.key,
-                    memory.value,
-                    memory.source_channel_id,
-                    memory.confidence,
-                    memory.status.value,
-                    _vector(memory.embedding),
-                    now,
-                    now,
-                ),
+                params,
             )
             row = cur.fetchone()
-        assert row is not None
+        if row is None:
+            return None
         return _memory(row), bool(row["created"])
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
