@@ -248,7 +248,9 @@ def test_settings_retention_reaches_consolidation(
     old = make_obs("tool_success", "old", at=clock.now_ms() - 12 * MS_PER_DAY)
     short, default = service(10), service(30)
     for svc in (short, default):
-        svc.record(IDENTITY, [old])
+        # stored straight through the log (``record`` drops what is already past retention):
+        # what is checked here is the prune at consolidation
+        svc.store.append(IDENTITY, [old])
         assert "tool_affinity:old" in {f.subject for f in svc.load_memory(IDENTITY).facts}
     # 12 days old: beyond 10 days of retention, within the default 30 (and within 7 days of
     # the round's newest observation, so the checkpoint rule keeps it)
