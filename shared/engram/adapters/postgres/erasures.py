@@ -1,12 +1,14 @@
 """The erasure log on PostgreSQL (``engram.maintenance.ports.ErasureLog``).
 
 Table ``erasures`` (migration 0002): one row per erasure, ``purged_at`` set once the
-maintenance job has stopped re-checking it. Row-level security as for memories: a tenant
-records and reads its own team's rows (``DELETE /v1/me`` records the caller's erasure; the
-extraction drain asks about one user). The job's cross-team reads go through two
-``SECURITY DEFINER`` functions, ``engram_pending_erasures`` (keyset-paged, ids and times only)
-and ``engram_mark_erasure_purged``, called from a transaction that acts in no team, so the
-application role never sees another team's rows directly.
+maintenance job has stopped re-checking it. Row-level security as for memories: a user records
+and reads their own erasures, a team admin (or the service acting elevated) the team's
+(migration 0006; ``DELETE /v1/me`` records the caller's erasure; the extraction drain asks
+about one user). The job's cross-team reads go through two ``SECURITY DEFINER`` functions,
+``engram_pending_erasures`` (keyset-paged, ids and times only) and
+``engram_mark_erasure_purged``, called from a transaction that acts in no team; since 0006
+they refuse (``Forbidden``) when a tenant is set in the session, so a request never reaches
+another team's rows through them.
 """
 
 from __future__ import annotations

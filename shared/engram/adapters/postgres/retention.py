@@ -2,8 +2,9 @@
 
 Migration 0003 adds ``archive_after_days`` / ``delete_archived_after_days`` (NULL: no rule) to
 ``team_settings`` (a team policy) and ``personas`` (a persona policy). The job lists them
-across teams through the ``SECURITY DEFINER`` function ``engram_retention_policies``; team
-admins set them with :meth:`PostgresRetentionPolicies.set_policy` under row-level security.
+across teams through the ``SECURITY DEFINER`` function ``engram_retention_policies``, from a
+transaction that acts in no team (the function refuses a tenant session since migration 0006);
+team admins set them with :meth:`PostgresRetentionPolicies.set_policy` under row-level security.
 """
 
 from __future__ import annotations
