@@ -286,6 +286,7 @@ class Container:
                 rules=self.behaviour.rules,
                 clock=self.clock,
                 limiter=self.ingest_limiter,
+                observation_retention_days=self.settings.observation_retention_days,
             )
 
         return self._part("ingest", make)
