@@ -83,7 +83,9 @@ def seed(world: World) -> None:
     behaviour = world.container.behaviour
     memories = world.container.memories
     # an identity with observations past the 30-day retention, one idle with facts
+    world.clock.set(T0 - 40 * DAY)  # recorded when it arrived: record drops aged observations
     behaviour.record("acme:carol", [observation("acme:carol", T0 - 40 * DAY)])
+    world.clock.set(T0)
     behaviour.record("acme:carol", [observation("acme:carol", T0 - DAY, "fetch")])
     world.clock.set(T0 - 60 * DAY)
     behaviour.record("acme:dave", [observation("acme:dave", T0 - 60 * DAY)])
