@@ -7,6 +7,7 @@ import time
 
 import pytest
 import redis
+from tests.support.observations import IDENTITY, MakeObs
 from tests.support.services import RedisServer
 
 from engram.adapters.redis_client import make_redis
@@ -14,8 +15,6 @@ from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
 from engram.errors import Unavailable
 from engram.settings import Settings
-
-from .conftest import IDENTITY, MakeObs
 
 SLACK_S = 0.4  # generous: thread hand-off and a loaded 2-core CI machine
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 import redis
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
 from engram.adapters.redis_behaviour import RedisBehaviourStore
@@ -16,8 +17,6 @@ from engram.behaviour.service import BehaviourService
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
 from engram.settings import Settings
-
-from .conftest import IDENTITY, MakeObs
 
 
 def keys_of(client: redis.Redis, identity: str) -> list[bytes]:

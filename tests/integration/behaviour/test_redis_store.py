@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import redis
 from redis.crc import key_slot
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import (
     AdaptiveDecay,
@@ -25,8 +26,6 @@ from engram.behaviour.models import parse_observations
 from engram.behaviour.ports import RoundInput
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
-
-from .conftest import IDENTITY, MakeObs
 
 
 def run(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import redis
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import ExponentialDecay, Fact, consolidate
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
@@ -20,8 +21,6 @@ from engram.adapters.redis_behaviour import (
 )
 from engram.behaviour.consolidation import sweep_expired
 from engram.clock import MS_PER_DAY, FakeClock
-
-from .conftest import IDENTITY, MakeObs
 
 
 def run(store: Any, clock: FakeClock) -> list[Fact]:

@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 import redis
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import AdaptiveDecay, ExponentialDecay, Fact, consolidate
 from engram.adapters.redis_behaviour import RedisBehaviourStore, encode_fact
 from engram.behaviour.consolidation import plan_round
 from engram.behaviour.ports import RoundInput
 from engram.clock import MS_PER_DAY, FakeClock
-
-from .conftest import IDENTITY, MakeObs
 
 NEVER, ALWAYS = 10**9, 0
 

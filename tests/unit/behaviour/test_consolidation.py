@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 import pytest
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import (
     AdaptiveDecay,
@@ -25,8 +26,6 @@ from engram.behaviour.ports import (
     RoundInput,
 )
 from engram.clock import MS_PER_DAY, FakeClock
-
-from .conftest import IDENTITY, MakeObs
 
 
 def run(store: InMemoryBehaviourStore, clock: FakeClock, decay: Any = None) -> dict[str, Fact]:

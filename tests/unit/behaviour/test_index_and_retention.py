@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
 from engram.behaviour.consolidation import plan_round
@@ -13,8 +14,6 @@ from engram.behaviour.ports import decode_identity_cursor, encode_identity_curso
 from engram.behaviour.service import BehaviourService
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
-
-from .conftest import IDENTITY, MakeObs
 
 
 def test_a_round_read_before_an_erasure_cannot_commit_after_it(

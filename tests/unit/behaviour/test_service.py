@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from tests.support.observations import IDENTITY, MakeObs
 
 from engram import InMemoryBehaviourStore
 from engram.behaviour.emission import QueryEvent, ToolEvent
@@ -14,8 +15,6 @@ from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService, MemoryLoad
 from engram.clock import FakeClock
 from engram.errors import InvalidInput, Unavailable
-
-from .conftest import IDENTITY, MakeObs
 
 
 class Broken(InMemoryBehaviourStore):

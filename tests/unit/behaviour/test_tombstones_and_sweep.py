@@ -3,12 +3,12 @@ Redis), and the expiry sweep deletes only facts unchanged since it read them."""
 
 from __future__ import annotations
 
+from tests.support.observations import IDENTITY, MakeObs
+
 from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
 from engram.adapters.inmemory_behaviour import InMemoryObservationLog
 from engram.behaviour.consolidation import sweep_expired
 from engram.clock import MS_PER_DAY, FakeClock
-
-from .conftest import IDENTITY, MakeObs
 
 
 def test_the_single_port_log_keeps_tombstones_until_the_hard_limit(
