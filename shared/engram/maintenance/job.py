@@ -219,25 +219,21 @@ class MaintenanceJob:
     ) -> None:
         store = self._behaviour
         assert store is not None
-        cfg = self.config
-        before = now - cfg.retention_ms
-        done = 0
-        while True:
-            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_identities_per_run))
-            self._check(budget, rep)
-            ids, nxt = store.list_identities(cursor=cur.cursor, limit=limit)
-            for ident in ids:
-                self._check(budget, rep)
-                cur.cursor += 1  # past it before the call: a failing identity never blocks
-                rep.add("observationsPruned", store.prune(ident, before))
-                rep.add("identities")
-                done += 1
-            if nxt == 0:
-                cur.cursor = 0
-                cur.cycle += 1
-                rep.completed_cycle = True
-                return
-            self._save(state)
+        before = now - self.config.retention_ms
+
+        def visit(ident: str) -> bool:
+            rep.add("observationsPruned", store.prune(ident, before))
+            return False
+
+        self._walk_identities(
+            budget,
+            cur,
+            rep,
+            state,
+            active_before_ms=None,
+            cap=self.config.max_identities_per_run,
+            visit=visit,
+        )
 
     # --- b. sweep -----------------------------------------------------------------------------
     def _sweep(
@@ -250,24 +246,54 @@ class MaintenanceJob:
     ) -> None:
         store = self._behaviour
         assert store is not None
-        cfg = self.config
-        idle_before = now - cfg.idle_ms
+
+        def visit(ident: str) -> bool:
+            rep.add("factsExpired", store.sweep_expired(ident, now))
+            if store.remove_if_empty(ident):
+                rep.add("identitiesRemoved")
+                return True
+            return False
+
+        self._walk_identities(
+            budget,
+            cur,
+            rep,
+            state,
+            active_before_ms=now - self.config.idle_ms,
+            cap=self.config.max_swept_per_run,
+            visit=visit,
+        )
+
+    def _walk_identities(
+        self,
+        budget: Budget,
+        cur: OffsetCursor,
+        rep: TaskReport,
+        state: MaintenanceState,
+        *,
+        active_before_ms: int | None,
+        cap: int,
+        visit: Callable[[str], bool],
+    ) -> None:
+        """Page through the identity index from ``cur``, visiting each identity once per cycle;
+        ``visit`` returns True when it removed the identity from the index."""
+        store = self._behaviour
+        assert store is not None
         done = 0
         while True:
-            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_swept_per_run))
+            limit = min(self.config.page_size, self._cap(rep, done, cap))
             self._check(budget, rep)
             ids, nxt = store.list_identities(
-                active_before_ms=idle_before, cursor=cur.cursor, limit=limit
+                active_before_ms=active_before_ms, cursor=cur.cursor, limit=limit
             )
             for ident in ids:
                 self._check(budget, rep)
-                cur.cursor += 1
-                rep.add("factsExpired", store.sweep_expired(ident, now))
+                cur.cursor += 1  # past it before the call: a failing identity never blocks
+                removed = visit(ident)
                 rep.add("identities")
                 done += 1
-                if store.remove_if_empty(ident):
+                if removed:
                     cur.cursor -= 1  # the rest of the index moved up by one
-                    rep.add("identitiesRemoved")
             if nxt == 0:
                 cur.cursor = 0
                 cur.cycle += 1
