@@ -2,7 +2,10 @@
 ``POST /v1/conversations/{conversationId}/transcript``.
 
 202 only after SQS accepted every record; 503 (``unavailable``) otherwise. Ids are
-deterministic per request (``Idempotency-Key`` header or the body), so a retry is idempotent.
+deterministic per request, so a retry is stored once while a repeat is new: the same
+``Idempotency-Key`` within 24 hours, or without one the same body within
+``ENGRAM_INGEST_RETRY_WINDOW_S`` (the rule: ``engram.use_cases.ingest``). The same key with
+another body is 422 ``idempotency_key_reused``.
 A transcript naming a persona is refused (403) when a memory save with that persona would be.
 """
 
@@ -15,14 +18,13 @@ from aws_lambda_powertools.event_handler import Response
 from engram.adapters.apigateway import http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
+    IDEMPOTENCY_HEADER,
     AcceptedResponse,
     EventsRequest,
     ObservationsRequest,
     QueuedResponse,
     TranscriptRequest,
 )
-
-IDEMPOTENCY_HEADER = "idempotency-key"
 
 app = http_app()
 

@@ -428,7 +428,12 @@ class ServiceStack(Stack):
             cors_preflight=(
                 apigwv2.CorsPreflightOptions(
                     allow_origins=list(config.cors_allowed_origins),
-                    allow_headers=["authorization", "content-type", "x-engram-user"],
+                    allow_headers=[
+                        "authorization",
+                        "content-type",
+                        "idempotency-key",  # ingest tells retries from repeats by it
+                        "x-engram-user",
+                    ],
                     allow_methods=[
                         apigwv2.CorsHttpMethod.GET,
                         apigwv2.CorsHttpMethod.POST,

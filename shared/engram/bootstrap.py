@@ -24,6 +24,7 @@ part                   built from
 ``extraction_queue``   ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
 ``erasure_log``        ``PostgresErasureLog`` (who was erased when; read by maintenance)
 ``ingest_limiter``     ``RateLimiter``: ``ENGRAM_OBSERVATIONS_PER_MINUTE`` per identity on Redis
+``ingest_keys``        ``RedisIdempotencyKeys`` on the same Redis (``Idempotency-Key`` claims)
 ``ingest``             ``IngestService`` (the ingest function)
 ``sessions``           ``SessionService`` (the session function)
 ``me``                 ``MeService``: export and erasure across both stores
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from engram.ratelimit import RateLimiter
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
-    from engram.use_cases.ports import MessageQueue
+    from engram.use_cases.ports import IdempotencyKeys, MessageQueue
     from engram.use_cases.session import SessionService
 
 _log = logging.getLogger("engram.bootstrap")
@@ -274,6 +275,17 @@ class Container:
 
         return self._part("ingest_limiter", make)
 
+    @property
+    def ingest_keys(self) -> IdempotencyKeys:
+        """``Idempotency-Key`` claims on Redis (ingest fails open when it cannot answer)."""
+
+        def make() -> IdempotencyKeys:
+            from engram.adapters.idempotency_keys import RedisIdempotencyKeys
+
+            return RedisIdempotencyKeys(self.redis, prefix=self.settings.redis_key_prefix)
+
+        return self._part("ingest_keys", make)
+
     # --- application services -----------------------------------------------------------
     @property
     def ingest(self) -> IngestService:
@@ -286,7 +298,9 @@ class Container:
                 rules=self.behaviour.rules,
                 clock=self.clock,
                 limiter=self.ingest_limiter,
+                keys=self.ingest_keys,
                 observation_retention_days=self.settings.observation_retention_days,
+                retry_window_s=self.settings.ingest_retry_window_s,
             )
 
         return self._part("ingest", make)

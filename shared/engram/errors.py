@@ -26,6 +26,15 @@ class InvalidInput(EngramError):
         self.field = field
 
 
+class IdempotencyKeyReused(InvalidInput):
+    """An ``Idempotency-Key`` already named a request with another body (422)."""
+
+    code = "idempotency_key_reused"
+
+    def __init__(self, message: str) -> None:
+        super().__init__("Idempotency-Key", message)
+
+
 class NotFound(EngramError):
     """The object does not exist, or the caller may not know that it does."""
 

@@ -135,6 +135,8 @@ class Settings(BaseSettings):
     """Per-identity ingest rate limit (429 with Retry-After past it)."""
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     """Largest request body accepted (413 past it)."""
+    ingest_retry_window_s: int = Field(default=600, ge=1, le=86_400)
+    """Keyless ingest: the same body twice within one window of this many seconds is stored once."""
 
     # --- local service -------------------------------------------------------------------
     host: str = "127.0.0.1"

@@ -10,6 +10,8 @@ Powertools ``RequestValidationError``                               problem ``{f
 ``InvalidInput``                                                    type}``; ``field`` is the
                                                                     pydantic ``loc`` joined
                                                                     with ``.``
+``IdempotencyKeyReused``               422     ``idempotency_key_   ``field``: ``Idempotency-Key``
+                                               reused``
 ``Unauthorized``                       401     ``unauthorized``
 ``Forbidden`` / ``MemoryDisabled``     403     ``forbidden`` / ``memory_disabled``
 ``NotFound`` (+ unknown route)         404     ``not_found``

@@ -580,6 +580,10 @@ class ErasureReceipt(ResponseModel):
 
 
 # --- the route list (for the local server, OpenAPI and documentation) ----------------------
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+
+
 class RouteSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -592,6 +596,9 @@ class RouteSpec(BaseModel):
     status: int = 200
     auth: bool = True
     body_required: bool = True
+    idempotency_key: bool = False
+    """The route reads an ``Idempotency-Key`` header: the same key within 24 hours is the same
+    request (stored once), another body under it is 422 ``idempotency_key_reused``."""
 
     @property
     def route_key(self) -> str:
@@ -613,6 +620,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         request=ObservationsRequest,
         response=AcceptedResponse,
         status=202,
+        idempotency_key=True,
     ),
     RouteSpec(
         method="POST",
@@ -621,6 +629,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         request=EventsRequest,
         response=AcceptedResponse,
         status=202,
+        idempotency_key=True,
     ),
     RouteSpec(
         method="POST",

@@ -14,7 +14,13 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from engram.api.models import ROUTES, ErrorBody, RouteSpec
+from engram.api.models import (
+    IDEMPOTENCY_HEADER,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    ROUTES,
+    ErrorBody,
+    RouteSpec,
+)
 
 REF = "#/components/schemas/{model}"
 _ERRORS = {
@@ -26,6 +32,20 @@ _ERRORS = {
     "422": "invalid input; details name the fields",
     "429": "rate limited (Retry-After)",
     "503": "a write could not be durably accepted",
+}
+
+
+_IDEMPOTENCY_PARAMETER: dict[str, Any] = {
+    "name": IDEMPOTENCY_HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "A fresh key per request, the same on its retries: the same key within 24 hours is "
+        "the same request (same ids, stored once); another body under it is 422 "
+        "idempotency_key_reused. Without a key, the same body within the retry window is the "
+        "same request."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS},
 }
 
 
@@ -82,6 +102,8 @@ def openapi_document() -> dict[str, Any]:
         params = _path_parameters(route.path)
         if route.query is not None:
             params += _query_parameters(route.query)
+        if route.idempotency_key:
+            params.append(_IDEMPOTENCY_PARAMETER)
         if params:
             op["parameters"] = params
         if route.request is not None:

@@ -8,11 +8,31 @@
   charged 1 to the rate limiter. The ingest handler first checks the persona the way a memory
   save does (``MemoryService.check_persona_access``).
 
-Ids assigned here are deterministic: derived from the ``Idempotency-Key`` the client sent or,
-without one, from a digest of the caller and the request body. A client that retries after a
-503 (or a lost 202) therefore sends the same observation ids, and the consumer — idempotent by
-observation id — stores each exactly once. (Two byte-identical bodies from the same user
-without an ``Idempotency-Key`` are treated as one request.)
+Idempotency is for retries, not repeats. A *retry* is the same request again (a client that
+got a 503, a 429 or no answer); a *repeat* is a new request that happens to look the same (the
+same question asked in next week's session). Ids assigned here are deterministic per request,
+and the consumer — idempotent by observation id — stores a retry's observations once, while a
+repeat gets new ids and is stored as new observations:
+
+* With an ``Idempotency-Key``, ids derive from (caller, route, key, the UTC day the key was
+  first used). The same key within 24 hours of its first use is the same request: same ids,
+  stored once. The same key with another body within those 24 hours is refused with 422
+  ``idempotency_key_reused`` and nothing is queued. After 24 hours the key is free again (a
+  new day, so new ids). Keys are remembered by an ``IdempotencyKeys`` store (Redis in AWS);
+  when it cannot answer, ingest fails open like the rate limiter: the ids come from the
+  current UTC day and the other-body check is skipped for that request.
+* Without one, ids derive from (caller, route, body, the retry-window bucket
+  ``now // Settings.ingest_retry_window_s``). The same body within one bucket is the same
+  request; anything else is new observations.
+
+A retry that straddles a bucket boundary (a keyless retry across a window edge, a keyed one
+during a store outage across midnight UTC) gets new ids, so its observations are stored a second
+time. That is harmless: consolidation (at session start) reinforces a fact at most once per
+round whatever the number of observations behind it, and a retry follows its original by
+seconds, so both copies are consolidated in the same round.
+An observation that carries its own ``id`` keeps it (the client owns that rule).
+
+A request refused for its input (422) claims no key; validation runs first.
 
 With a ``limiter`` (``Settings.observations_per_minute``), a request is admitted whole or
 refused whole with 429 before anything is queued.
@@ -25,22 +45,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engram.api.models import EventsRequest, ObservationsRequest, TranscriptRequest
+from engram.api.models import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    EventsRequest,
+    ObservationsRequest,
+    TranscriptRequest,
+)
 from engram.behaviour.emission import EmissionRules, QueryEvent, ToolEvent, observations_from_events
 from engram.behaviour.models import Observation, parse_observations
 from engram.clock import Clock, SystemClock
-from engram.errors import InvalidInput, Unavailable
+from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
 from engram.extraction.models import TranscriptJob
 from engram.identity import Caller
-from engram.use_cases.ports import Limiter, MessageQueue
+from engram.use_cases.ports import IdempotencyKeys, Limiter, MessageQueue
 
-MAX_IDEMPOTENCY_KEY_CHARS = 128
+log = logging.getLogger(__name__)
+
 MAX_CLOCK_SKEW_MS = 5 * 60_000  # a client createdAt may run at most this far ahead
 DAY_MS = 86_400_000
+KEY_LIFETIME_MS = DAY_MS  # an Idempotency-Key names one request for 24 hours after first use
 
 
 @dataclass(frozen=True)
@@ -52,19 +80,23 @@ class Accepted:
         return len(self.ids)
 
 
-def batch_id(caller: Caller, route: str, body: Any, idempotency_key: str | None) -> str:
-    """A stable id for one logical request (see the module docstring)."""
-    if idempotency_key is not None:
-        key = idempotency_key.strip()
-        if not key or len(key) > MAX_IDEMPOTENCY_KEY_CHARS or not key.isprintable():
-            raise InvalidInput(
-                "Idempotency-Key", f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} printable characters"
-            )
-        material: Any = ["key", caller.identity_id, route, key]
-    else:
-        material = ["body", caller.identity_id, route, body]
-    raw = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(raw.encode("utf-8", errors="surrogatepass")).hexdigest()[:32]
+def _canonical(value: Any) -> bytes:
+    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return raw.encode("utf-8", errors="surrogatepass")
+
+
+def body_digest(body: Any) -> str:
+    """SHA-256 (hex) of a request body as validated: key order and spacing do not count."""
+    return hashlib.sha256(_canonical(body)).hexdigest()
+
+
+def _valid_key(value: str) -> str:
+    key = value.strip()
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY_CHARS or not key.isprintable():
+        raise InvalidInput(
+            "Idempotency-Key", f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} printable characters"
+        )
+    return key
 
 
 def _derived_id(batch: str, index: int) -> str:
@@ -80,16 +112,29 @@ class IngestService:
         rules: EmissionRules | None = None,
         clock: Clock | None = None,
         limiter: Limiter | None = None,
+        keys: IdempotencyKeys | None = None,
         observation_retention_days: int | None = None,
+        retry_window_s: int | None = None,
     ) -> None:
-        if observation_retention_days is None:
+        """Without ``keys`` a key is not remembered: its ids come from the current UTC day
+        and another body under the same key is not detected (the container always gives one).
+        """
+        if observation_retention_days is None or retry_window_s is None:
             from engram.settings import get_settings
 
-            observation_retention_days = get_settings().observation_retention_days
+            settings = get_settings()
+            if observation_retention_days is None:
+                observation_retention_days = settings.observation_retention_days
+            if retry_window_s is None:
+                retry_window_s = settings.ingest_retry_window_s
         if observation_retention_days < 1:
             raise InvalidInput("observationRetentionDays", "must be at least 1")
+        if retry_window_s < 1:
+            raise InvalidInput("ingestRetryWindowS", "must be at least 1")
         self.queue = queue
         self.limiter = limiter
+        self.keys = keys
+        self.retry_window_ms = retry_window_s * 1000
         self.retention_ms = observation_retention_days * DAY_MS
         self.extraction_queue = extraction_queue
         self.rules = rules or EmissionRules()
@@ -108,19 +153,53 @@ class IngestService:
             self._send(self.queue, bodies, "ingest")
         return Accepted(ids=[o.id for o in observations])
 
+    def batch_id(
+        self, caller: Caller, route: str, body: Any, idempotency_key: str | None, now: int
+    ) -> str:
+        """The id of one logical request (see the module docstring); raises 422
+        ``idempotency_key_reused`` when the key names another body."""
+        if idempotency_key is None:
+            material: Any = ["body", caller.identity_id, route, body, now // self.retry_window_ms]
+        else:
+            key = _valid_key(idempotency_key)
+            since = self._claim(json.dumps([caller.identity_id, route, key]), body, now)
+            material = ["key", caller.identity_id, route, key, since // KEY_LIFETIME_MS]
+        return hashlib.sha256(_canonical(material)).hexdigest()[:32]
+
+    def _claim(self, scope: str, body: Any, now: int) -> int:
+        """When the key was first used; refuses another body under a live key."""
+        if self.keys is None:
+            return now
+        digest = body_digest(body)
+        try:
+            claim = self.keys.claim(scope, digest, now_ms=now, ttl_ms=KEY_LIFETIME_MS)
+        except Unavailable:
+            log.warning("idempotency key store unavailable; key not checked (fail open)")
+            return now
+        if claim.digest != digest:
+            raise IdempotencyKeyReused(
+                "was used less than 24 hours ago for a request with another body; "
+                "send a new key for a new request"
+            )
+        return claim.first_ms
+
     def accept_observations(
         self, caller: Caller, request: ObservationsRequest, *, idempotency_key: str | None = None
     ) -> Accepted:
         items = [o.model_dump(by_alias=True, exclude_none=True) for o in request.observations]
-        batch = batch_id(caller, "observations", items, idempotency_key)
         now = self.clock.now_ms()
         for index, item in enumerate(items):
             created = item.get("createdAt")
             if created is not None:
                 self._check_created_at(index, created, now)
-            item.setdefault("id", _derived_id(batch, index))
-            item.setdefault("createdAt", now)
-        observations = parse_observations(items, identity_id=caller.identity_id)
+        parsed = parse_observations(
+            [{"createdAt": now, **item} for item in items], identity_id=caller.identity_id
+        )
+        batch = self.batch_id(caller, "observations", items, idempotency_key, now)
+        observations = [
+            o if "id" in item else o.model_copy(update={"id": _derived_id(batch, index)})
+            for index, (o, item) in enumerate(zip(parsed, items, strict=True))
+        ]
         return self._queue(caller, observations)
 
     def _check_created_at(self, index: int, created: int, now: int) -> None:
@@ -135,13 +214,14 @@ class IngestService:
         self, caller: Caller, request: EventsRequest, *, idempotency_key: str | None = None
     ) -> Accepted:
         raw = [e.model_dump(by_alias=True, exclude_none=True) for e in request.events]
-        batch = batch_id(caller, "events", raw, idempotency_key)
         events: list[QueryEvent | ToolEvent] = [
             QueryEvent.model_validate(e) if e["kind"] == "query" else ToolEvent.model_validate(e)
             for e in raw
         ]
+        now = self.clock.now_ms()
+        batch = self.batch_id(caller, "events", raw, idempotency_key, now)
         observations = observations_from_events(
-            caller.identity_id, events, now_ms=self.clock.now_ms(), rules=self.rules, batch_id=batch
+            caller.identity_id, events, now_ms=now, rules=self.rules, batch_id=batch
         )
         return self._queue(caller, observations)
 

@@ -23,6 +23,7 @@ from engram.adapters.redis_client import make_redis
 from engram.adapters.sqs import SqsSender
 from engram.api.models import ROUTES as SPEC_ROUTES
 from engram.bootstrap import Container, set_container
+from engram.clock import Clock
 from engram.local.routes import FUNCTION_ROUTES
 from engram.local.server import FakeLambdaContext, build_event
 from engram.local.sqs import LocalQueue, LocalSqs
@@ -146,7 +147,11 @@ def peek_records(queue: LocalQueue) -> list[dict[str, Any]]:
 
 
 def make_stack(
-    settings: Settings, *, redis_client: Any = None, database_url: str | None = None
+    settings: Settings,
+    *,
+    redis_client: Any = None,
+    database_url: str | None = None,
+    clock: Clock | None = None,
 ) -> Stack:
     sqs = LocalSqs()
     ingest = LocalQueue(
@@ -160,6 +165,7 @@ def make_stack(
         parts["redis"] = redis_client
     container = Container(
         settings,
+        clock=clock,
         database_url=database_url or settings.database_url,
         migrate=False,
         sqs=sqs,

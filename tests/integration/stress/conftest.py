@@ -9,7 +9,6 @@ behavioural store holds for an identity, so tests can reconcile every 202 agains
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,9 +20,9 @@ import httpx
 import pytest
 import redis
 from tests.support.faultproxy import FaultProxy
+from tests.support.ledger import Ledger, assert_exactly_once, ledger
 
 from engram.adapters.postgres.migrate import apply_migrations
-from engram.adapters.redis_behaviour import decode_member
 from engram.bootstrap import set_container
 from engram.local.routes import LocalApp, build_app
 from engram.local.server import LocalService
@@ -32,7 +31,7 @@ from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 
 T = TypeVar("T")
-PREFIX = "engram"
+__all__ = ["Ledger", "assert_exactly_once", "eventually", "ledger"]
 
 
 @pytest.fixture(autouse=True)
@@ -50,50 +49,6 @@ def eventually(probe: Callable[[], T], *, timeout_s: float = 20.0, every_s: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout_s} s (last: {value!r})")
         time.sleep(every_s)
-
-
-@dataclass
-class Ledger:
-    """What Redis holds for one identity's behavioural memory."""
-
-    seq: int
-    cursor: int
-    ids_by_seq: dict[str, int]
-    """``obsid`` hash: observation id -> arrival seq (0 = pruned tombstone)."""
-    logged_ids: list[str]
-    """Observation ids in the ``obs`` log, one per stored member (duplicates would repeat)."""
-    facts: dict[str, dict[str, Any]]
-
-    def consolidated(self, obs_id: str) -> bool:
-        return 0 < self.ids_by_seq.get(obs_id, 0) <= self.cursor
-
-    def pending(self, obs_id: str) -> bool:
-        return self.ids_by_seq.get(obs_id, 0) > self.cursor
-
-
-def ledger(client: Any, identity_id: str, prefix: str = PREFIX) -> Ledger:
-    tag = "{" + identity_id + "}"
-    state = client.hgetall(f"{prefix}:state:{tag}")
-    ids = client.hgetall(f"{prefix}:obsid:{tag}")
-    members = client.zrange(f"{prefix}:obs:{tag}", 0, -1)
-    facts = client.hgetall(f"{prefix}:facts:{tag}")
-    return Ledger(
-        seq=int(state.get(b"seq", 0)),
-        cursor=int(state.get(b"cursor", 0)),
-        ids_by_seq={k.decode(): int(v) for k, v in ids.items()},
-        logged_ids=[json.loads(decode_member(m))["id"] for m in members],
-        facts={k.decode(): json.loads(v) for k, v in facts.items()},
-    )
-
-
-def assert_exactly_once(book: Ledger, accepted: list[str]) -> None:
-    """Every accepted id is stored once (consolidated or pending), and nothing else is."""
-    assert len(set(accepted)) == len(accepted), "the service handed out the same id twice"
-    assert sorted(book.logged_ids) == sorted(accepted), "log differs from the accepted ids"
-    assert set(book.ids_by_seq) == set(accepted)
-    seqs = [book.ids_by_seq[i] for i in accepted]
-    assert len(set(seqs)) == len(seqs)
-    assert all(book.consolidated(i) or book.pending(i) for i in accepted)
 
 
 @dataclass
