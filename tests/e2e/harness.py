@@ -103,8 +103,10 @@ class LocalEngram:
     def headers(self, token: str, **extra: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}", **extra}
 
-    def client(self, token: str, *, act_as: str | None = None) -> EngramClient:
-        client = EngramClient(self.url, token, act_as=act_as, timeout=30.0)
+    def client(
+        self, token: str, *, act_as: str | None = None, transport: httpx.BaseTransport | None = None
+    ) -> EngramClient:
+        client = EngramClient(self.url, token, act_as=act_as, timeout=30.0, transport=transport)
         self._clients.append(client)
         return client
 

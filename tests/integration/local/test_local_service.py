@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from engram.api.errors import to_lambda_response
 from engram.api.identity import caller_from_event
 from engram.api.models import EventsRequest, MemoryRecallQuery, MemorySaveRequest
-from engram.client import EngramAPIError, EngramClient, EngramTransportError
+from engram.client import EngramAPIError, EngramClient, EngramTransportError, RetryPolicy
 from engram.errors import NotFound
 from engram.local.routes import build_routes
 from engram.local.server import LocalService
@@ -277,11 +277,15 @@ def test_transport_error_when_server_is_gone(signer: TokenSigner) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with EngramClient(f"http://127.0.0.1:{port}", "t", timeout=1) as c:
-        with pytest.raises(EngramTransportError):
+    retry = RetryPolicy(max_retries=2, backoff_s=0.01)
+    with EngramClient(f"http://127.0.0.1:{port}", "t", timeout=1, retry=retry) as c:
+        with pytest.raises(EngramTransportError) as err:
             c.health()
+        assert (err.value.attempts, err.value.gave_up) == (3, True)  # refused: retried
         assert c.emit({"kind": "query", "text": "x"}) == 1  # never raises
-        assert c.drain(5)
+        report = c.drain(5)
+        assert report
+        assert (report.failed, report.gave_up) == (1, 1)
         assert c.failed_events == 1
 
 

@@ -1,66 +1,29 @@
-"""The Python client for chat backends (httpx).
-
-::
-
-    from engram.client import EngramClient
-
-    engram = EngramClient("http://127.0.0.1:8000", token=token)
-    context = engram.start_session(persona_id="helpdesk", query="royalty report for ACME")
-    system_prompt = base_prompt + "\\n\\n" + context["prompt"]
-    engram.emit({"kind": "tool", "toolName": "get_account", "ok": True, "durationMs": 120})
-    ...
-    engram.drain()  # at exit: deliver what emit() queued
-    engram.close()
-
-``emit`` never blocks and never raises: events go to a bounded queue that a background thread
-posts to ``POST /v1/events`` in batches of up to 100; when the queue is full the event is
-dropped and counted (``dropped``), and a batch the service refused is counted in
-``failed_events``. Every other method is synchronous and raises ``EngramAPIError`` (with
-``status``, ``code``, ``message``, ``details``) for an error response, ``EngramTransportError``
-when the service could not be reached.
-
-A service token acts for a user of its team with ``act_as=`` (or ``client.for_user(user)``).
-"""
+"""``EngramClient``: the HTTP API as methods, and fire-and-forget event emission."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import queue
+import random
 import threading
-import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-_log = logging.getLogger("engram.client")
+from engram.client._emitter import DrainReport, Emitter
+from engram.client._errors import api_error
+from engram.client._retry import RetryPolicy, send_with_retries
 
-MAX_EVENTS_PER_REQUEST = 100
 DEFAULT_ACT_AS_HEADER = "x-engram-user"
-
-
-class EngramError(Exception):
-    """Base of the client's errors."""
-
-
-class EngramTransportError(EngramError):
-    """The request did not get an HTTP response (connection refused, timeout...)."""
-
-
-class EngramAPIError(EngramError):
-    """An error response: ``status`` and the body's ``error.code``/``message``/``details``."""
-
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
-
-
-_STOP = object()
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+# Requests whose repetition is harmless, so a lost answer is retried: the ingest routes store
+# a retried request once by its Idempotency-Key; a session start consolidates each
+# observation once. Other POSTs, PATCH and DELETE are retried only when the service surely
+# did not act on them (429, 503, no connection).
+_REPEATABLE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT"})
+_REPEATABLE_POSTS = frozenset({"/v1/events", "/v1/observations", "/v1/sessions"})
+_NO_KEY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class EngramClient:
@@ -75,6 +38,7 @@ class EngramClient:
         act_as_header: str = DEFAULT_ACT_AS_HEADER,
         queue_size: int = 1000,
         transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if token is None and token_provider is None:
             raise ValueError("give a token or a token_provider")
@@ -83,19 +47,39 @@ class EngramClient:
         self._token_provider = token_provider
         self.act_as = act_as
         self.act_as_header = act_as_header
+        self.retry = retry or RetryPolicy()
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
         self._owns_http = True
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
-        self._worker: threading.Thread | None = None
-        self._worker_lock = threading.Lock()
-        self._pending = 0
-        self._pending_cond = threading.Condition()
-        #: events dropped because the queue was full
-        self.dropped = 0
-        #: events the service refused or that could not be sent
-        self.failed_events = 0
-        #: events the service accepted (202)
-        self.sent_events = 0
+        self._rng = random.Random()  # noqa: S311 - backoff jitter, not a secret
+        self._reset_emitter(queue_size)
+
+    def _reset_emitter(self, queue_size: int) -> None:
+        """Fresh emit state (a clone from ``for_user`` gets its own queue and counters)."""
+        self._closing = threading.Event()  # set by close(): waiting retries give up
+        self._emitter = Emitter(self._post_batch, queue_size=queue_size)
+        #: retries made (by every call of this client, emits included)
+        self.retries = 0
+        self._retries_lock = threading.Lock()
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped because the emit queue was full."""
+        return self._emitter.dropped
+
+    @property
+    def failed_events(self) -> int:
+        """Events the service refused, or that could not be delivered within the retries."""
+        return self._emitter.failed
+
+    @property
+    def gave_up_events(self) -> int:
+        """Of ``failed_events``: given up on after retrying 429, 503 or connection errors."""
+        return self._emitter.gave_up
+
+    @property
+    def sent_events(self) -> int:
+        """Emitted events the service accepted (202)."""
+        return self._emitter.sent
 
     # --- plumbing ------------------------------------------------------------------------
     def _headers(self, act_as: str | None = None) -> dict[str, str]:
@@ -114,56 +98,69 @@ class EngramClient:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         act_as: str | None = None,
+        idempotency_key: str | None = None,
+        repeatable: bool | None = None,
     ) -> Any:
-        """One call; the decoded JSON body (``None`` for 204). Raises on an error status."""
+        """One call; the decoded JSON body (``None`` for 204). Raises on an error status.
+
+        Every request but a read carries an ``Idempotency-Key`` (``idempotency_key``, else a
+        fresh one), the same on its retries. ``repeatable`` says whether sending it twice is
+        harmless (by default: reads, PUT, and the ingest and session POSTs).
+        """
+        method = method.upper()
         clean_params = {k: v for k, v in (params or {}).items() if v is not None}
         headers = self._headers(act_as)
         if json is not None:  # the service answers 415 to a body that is not declared JSON
             headers["Content-Type"] = "application/json"
-        try:
-            response = self._http.request(
+        if method not in _NO_KEY_METHODS:
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
+        if repeatable is None:
+            repeatable = method in _REPEATABLE_METHODS or (
+                method == "POST" and path in _REPEATABLE_POSTS
+            )
+
+        def send() -> httpx.Response:
+            return self._http.request(
                 method, path, json=json, params=clean_params or None, headers=headers
             )
-        except httpx.HTTPError as exc:
-            raise EngramTransportError(f"{method} {path}: {exc}") from exc
+
+        sent = send_with_retries(
+            send,
+            what=f"{method} {path}",
+            policy=self.retry,
+            repeatable=repeatable,
+            rng=self._rng,
+            stop=self._closing,
+            on_retry=self._count_retry,
+        )
+        response = sent.response
         if response.status_code >= 400:
-            raise _api_error(response)
+            error = api_error(response)
+            error.attempts, error.gave_up = sent.attempts, sent.gave_up
+            raise error
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
 
+    def _count_retry(self) -> None:
+        with self._retries_lock:
+            self.retries += 1
+
     def for_user(self, user_id: str) -> EngramClient:
-        """A client sharing this one's token that acts for ``user_id`` (service tokens)."""
+        """A client sharing this one's token and pool that acts for ``user_id`` (service
+        tokens); it has its own emit queue and counters."""
         clone = EngramClient.__new__(EngramClient)
         clone.__dict__.update(self.__dict__)
         clone.act_as = user_id
         clone._owns_http = False  # the pool stays open until the parent closes it
-        clone._queue = queue.Queue(maxsize=self._queue.maxsize)
-        clone._worker = None
-        clone._worker_lock = threading.Lock()
-        clone._pending = 0
-        clone._pending_cond = threading.Condition()
-        clone.dropped = clone.failed_events = clone.sent_events = 0
+        clone._reset_emitter(self._emitter.queue_size)
         return clone
 
     # --- fire-and-forget -----------------------------------------------------------------
     def emit(self, *events: Mapping[str, Any]) -> int:
         """Queue events for ``POST /v1/events``; never blocks or raises. Returns how many
         were queued (the rest were dropped and counted in ``dropped``)."""
-        self._ensure_worker()
-        queued = 0
-        for event in events:
-            with self._pending_cond:
-                self._pending += 1
-            try:
-                self._queue.put_nowait(dict(event))
-                queued += 1
-            except queue.Full:
-                with self._pending_cond:
-                    self._pending -= 1
-                    self._pending_cond.notify_all()
-                self.dropped += 1
-        return queued
+        return self._emitter.emit(events)
 
     def emit_query(self, text: str) -> int:
         return self.emit({"kind": "query", "text": text})
@@ -189,64 +186,24 @@ class EngramClient:
             event["result"] = result
         return self.emit(event)
 
-    def _ensure_worker(self) -> None:
-        if self._worker is not None and self._worker.is_alive():
-            return
-        with self._worker_lock:
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(target=self._run, name="engram-emit", daemon=True)
-                self._worker.start()
+    def _post_batch(self, batch: list[dict[str, Any]]) -> None:
+        # a fresh Idempotency-Key per batch, the same on its retries
+        self.request("POST", "/v1/events", json={"events": batch})
 
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            batch: list[dict[str, Any]] = [item]  # type: ignore[list-item]
-            stop_after = False
-            while len(batch) < MAX_EVENTS_PER_REQUEST:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is _STOP:
-                    stop_after = True
-                    break
-                batch.append(more)  # type: ignore[arg-type]
-            try:
-                self.request("POST", "/v1/events", json={"events": batch})
-                self.sent_events += len(batch)
-            except Exception as exc:
-                self.failed_events += len(batch)
-                _log.warning("engram: %d events not delivered: %s", len(batch), exc)
-            finally:
-                with self._pending_cond:
-                    self._pending -= len(batch)
-                    self._pending_cond.notify_all()
-            if stop_after:
-                return
+    def drain(self, timeout: float = 10.0) -> DrainReport:
+        """Wait until every emitted event was delivered or failed (retries included), at
+        most ``timeout`` seconds; report the counts (true when all were settled in time)."""
+        return self._emitter.drain(timeout)
 
-    def drain(self, timeout: float = 10.0) -> bool:
-        """Wait until every emitted event was delivered (or failed). True if done in time."""
-        deadline = time.monotonic() + timeout
-        with self._pending_cond:
-            while self._pending > 0:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._pending_cond.wait(remaining)
-        return True
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Drain emitted events, stop the worker and close the connection pool."""
-        self.drain(timeout)
-        worker = self._worker
-        if worker is not None and worker.is_alive():
-            with contextlib.suppress(queue.Full):
-                self._queue.put(_STOP, timeout=1)
-            worker.join(timeout=2)
+    def close(self, timeout: float = 10.0) -> DrainReport:
+        """Drain emitted events (at most ``timeout`` seconds), then stop: a batch still
+        waiting to retry gives up (counted), the worker ends and the pool closes."""
+        report = self.drain(timeout)
+        self._closing.set()
+        self._emitter.stop()
         if self._owns_http:
             self._http.close()
+        return report
 
     def __enter__(self) -> EngramClient:
         return self
@@ -259,16 +216,26 @@ class EngramClient:
         result: dict[str, Any] = self.request("GET", "/v1/health")
         return result
 
-    def post_observations(self, observations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    def post_observations(
+        self, observations: Iterable[Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         result: dict[str, Any] = self.request(
-            "POST", "/v1/observations", json={"observations": [dict(o) for o in observations]}
+            "POST",
+            "/v1/observations",
+            json={"observations": [dict(o) for o in observations]},
+            idempotency_key=idempotency_key,
         )
         return result
 
-    def post_events(self, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    def post_events(
+        self, events: Iterable[Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """Synchronous ``POST /v1/events`` (``emit`` is the fire-and-forget one)."""
         result: dict[str, Any] = self.request(
-            "POST", "/v1/events", json={"events": [dict(e) for e in events]}
+            "POST",
+            "/v1/events",
+            json={"events": [dict(e) for e in events]},
+            idempotency_key=idempotency_key,
         )
         return result
 
@@ -459,19 +426,3 @@ def _compact(**values: Any) -> dict[str, Any]:
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
-
-
-def _api_error(response: httpx.Response) -> EngramAPIError:
-    code, message, details = "http_error", response.reason_phrase or "error", None
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        err = body["error"]
-        code = str(err.get("code", code))
-        message = str(err.get("message", message))
-        details = err.get("details")
-    elif isinstance(body, dict) and "message" in body:
-        message = str(body["message"])
-    return EngramAPIError(response.status_code, code, message, details)
