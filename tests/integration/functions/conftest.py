@@ -201,9 +201,15 @@ def migrated_url(database_url: str) -> str:
 
 
 @pytest.fixture
-def stack(redis_url: str, migrated_url: str, tmp_path: Any) -> Iterator[Stack]:
+def clock() -> Clock | None:
+    """The stack's clock: the system clock unless a test module overrides this fixture."""
+    return None
+
+
+@pytest.fixture
+def stack(redis_url: str, migrated_url: str, tmp_path: Any, clock: Clock | None) -> Iterator[Stack]:
     settings = settings_for(redis_url, migrated_url, tmp_path)
-    built = make_stack(settings)
+    built = make_stack(settings, clock=clock)
     old = set_container(built.container)
     try:
         yield built

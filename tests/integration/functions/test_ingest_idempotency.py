@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 import redis
-from tests.integration.functions.conftest import Stack, make_stack, settings_for
+from tests.integration.functions.conftest import Stack
 from tests.support.ledger import assert_exactly_once, ledger
 from tests.support.services import free_port
 
 from engram.adapters.idempotency_keys import RedisIdempotencyKeys
-from engram.bootstrap import set_container
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import Unavailable
 
@@ -30,19 +29,8 @@ HOUR = 60 * MINUTE
 
 @pytest.fixture
 def clock() -> FakeClock:
+    """The stack's clock (overrides the conftest fixture)."""
     return FakeClock()  # 2026-01-01T00:00:00Z: on a window and a day boundary
-
-
-@pytest.fixture
-def stack(redis_url: str, migrated_url: str, tmp_path: Any, clock: FakeClock) -> Iterator[Stack]:
-    built = make_stack(settings_for(redis_url, migrated_url, tmp_path), clock=clock)
-    old = set_container(built.container)
-    try:
-        yield built
-    finally:
-        set_container(old)
-        built.container.close()
-        built.container.redis.close()
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ tier runs it on a real redis-server)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 import fakeredis
 import pytest
+from tests.unit.functions.test_use_cases import Queue
 
 from engram.adapters.idempotency_keys import InMemoryIdempotencyKeys, RedisIdempotencyKeys
 from engram.api.models import EventsRequest, ObservationsRequest
@@ -22,15 +22,6 @@ ALICE = Caller(user_id="alice", team_id="acme")
 MINUTE = 60_000
 ROYALTIES = EventsRequest.model_validate({"events": [{"kind": "query", "text": "royalties?"}]})
 CONTRACTS = EventsRequest.model_validate({"events": [{"kind": "query", "text": "contracts?"}]})
-
-
-class Queue:
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-
-    def send(self, bodies: Sequence[str]) -> int:
-        self.bodies.extend(bodies)
-        return len(bodies)
 
 
 class DownKeys:
