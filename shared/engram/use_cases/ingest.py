@@ -153,7 +153,7 @@ class IngestService:
             self._send(self.queue, bodies, "ingest")
         return Accepted(ids=[o.id for o in observations])
 
-    def batch_id(
+    def _batch_id(
         self, caller: Caller, route: str, body: Any, idempotency_key: str | None, now: int
     ) -> str:
         """The id of one logical request (see the module docstring); raises 422
@@ -163,6 +163,8 @@ class IngestService:
         else:
             key = _valid_key(idempotency_key)
             since = self._claim(json.dumps([caller.identity_id, route, key]), body, now)
+            # a day bucket no longer than a key's lifetime: two claims of one key (at least a
+            # lifetime apart) never share a bucket, so a freed key always gets new ids
             material = ["key", caller.identity_id, route, key, since // KEY_LIFETIME_MS]
         return hashlib.sha256(_canonical(material)).hexdigest()[:32]
 
@@ -195,7 +197,7 @@ class IngestService:
         parsed = parse_observations(
             [{"createdAt": now, **item} for item in items], identity_id=caller.identity_id
         )
-        batch = self.batch_id(caller, "observations", items, idempotency_key, now)
+        batch = self._batch_id(caller, "observations", items, idempotency_key, now)
         observations = [
             o if "id" in item else o.model_copy(update={"id": _derived_id(batch, index)})
             for index, (o, item) in enumerate(zip(parsed, items, strict=True))
@@ -219,7 +221,7 @@ class IngestService:
             for e in raw
         ]
         now = self.clock.now_ms()
-        batch = self.batch_id(caller, "events", raw, idempotency_key, now)
+        batch = self._batch_id(caller, "events", raw, idempotency_key, now)
         observations = observations_from_events(
             caller.identity_id, events, now_ms=now, rules=self.rules, batch_id=batch
         )
