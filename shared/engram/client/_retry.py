@@ -131,15 +131,16 @@ def send_with_retries(
             raise _transport_error(what, failure, attempts, gave_up=False)
         after = retry_after_s(failure) if isinstance(failure, httpx.Response) else None
         delay = policy.delay_s(attempts - 1, after, rng)
-        out_of_budget = (
-            attempts > policy.max_retries
-            or time.monotonic() - started + delay > policy.max_elapsed_s
+        in_budget = (
+            attempts <= policy.max_retries
+            and time.monotonic() - started + delay <= policy.max_elapsed_s
         )
-        if out_of_budget or stop.wait(delay):
+        if in_budget:
+            _log.debug("%s got %s; retry %d in %.1fs", what, _name(failure), attempts, delay)
+        if not in_budget or stop.wait(delay):
             if isinstance(failure, httpx.Response):
                 return Sent(failure, attempts, gave_up=True)
             raise _transport_error(what, failure, attempts, gave_up=True)
-        _log.debug("engram: %s got %s; retry %d in %.2fs", what, _name(failure), attempts, delay)
         if on_retry is not None:
             on_retry()
 
