@@ -24,11 +24,31 @@ def extract_tool_affinities(facts: Sequence[Fact]) -> dict[str, float]:
     return out
 
 
-def affinity_boost(affinity: float) -> float:
-    """The catalogue ranking boost: affinity × 2 (at most +2 for a fully-confident fact)."""
-    return affinity * BOOST_FACTOR
+def affinity_boost(affinity: float, *, factor: float = BOOST_FACTOR) -> float:
+    """The catalogue ranking boost: affinity × factor (× 2 by default: at most +2 for a
+    fully-confident fact)."""
+    return affinity * factor
 
 
-def boost_scores(scores: Mapping[str, float], affinities: Mapping[str, float]) -> dict[str, float]:
+def boost_scores(
+    scores: Mapping[str, float],
+    affinities: Mapping[str, float],
+    *,
+    factor: float = BOOST_FACTOR,
+) -> dict[str, float]:
     """Relevance scores of tools with the affinity boost added (a tiebreaker)."""
-    return {tool: s + affinity_boost(affinities.get(tool, 0.0)) for tool, s in scores.items()}
+    return {
+        tool: s + affinity_boost(affinities.get(tool, 0.0), factor=factor)
+        for tool, s in scores.items()
+    }
+
+
+def rank_tools(
+    scores: Mapping[str, float],
+    affinities: Mapping[str, float],
+    *,
+    factor: float = BOOST_FACTOR,
+) -> list[str]:
+    """Tool names by boosted score, best first; equal scores keep the order of ``scores``."""
+    boosted = boost_scores(scores, affinities, factor=factor)
+    return sorted(boosted, key=lambda tool: -boosted[tool])

@@ -10,7 +10,7 @@ holds.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engram.behaviour.models import Fact, FactCategory
 from engram.behaviour.sanitize import clean_text
@@ -32,7 +32,8 @@ MAX_LINE_CHARS = 200
 
 
 def estimate_tokens(text: str) -> int:
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    # encoding drops exactly the characters with ord >= 128 (lone surrogates included)
+    ascii_chars = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))
     other = len(text) - ascii_chars
     by_chars = math.ceil(ascii_chars / 4 + other)
     by_words = math.ceil(len(text.split()) * 4 / 3)
@@ -60,16 +61,22 @@ def _render(chosen: dict[int, list[str]]) -> str:
     return "\n".join(parts)
 
 
-def format_memory_section(facts: Sequence[Fact], *, token_budget: int = 300) -> str:
+def format_memory_section(
+    facts: Sequence[Fact],
+    *,
+    token_budget: int = 300,
+    rank: Callable[[Sequence[Fact]], list[Fact]] = rank_facts,
+) -> str:
     """Markdown section for the system prompt; ``""`` when there is nothing to say.
 
-    Facts are taken in rank order; the first one that does not fit ends the section, so a
-    higher-ranked fact is never dropped for a lower-ranked one. Output is grouped in the fixed
-    order tool preferences, frequent entities, domain focus, known issues.
+    Facts are taken in ``rank`` order (confidence × reinforcementCount by default); the first
+    one that does not fit ends the section, so a higher-ranked fact is never dropped for a
+    lower-ranked one. Output is grouped in the fixed order tool preferences, frequent
+    entities, domain focus, known issues.
     """
     chosen: dict[int, list[str]] = {}
     text = ""
-    for fact in rank_facts(facts):
+    for fact in rank(facts):
         group = _GROUP_OF.get(fact.category)
         if group is None:
             continue

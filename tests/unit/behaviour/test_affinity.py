@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engram import Fact, FactCategory, extract_tool_affinities
-from engram.behaviour.affinity import affinity_boost, boost_scores
+from engram.behaviour.affinity import affinity_boost, boost_scores, rank_tools
 
 
 def fact(category: FactCategory, subject: str, confidence: float) -> Fact:
@@ -44,3 +44,14 @@ def test_boost_is_affinity_times_two() -> None:
     assert affinity_boost(1.0) == 2.0
     assert affinity_boost(-0.5) == -1.0
     assert boost_scores({"a": 3.0, "b": 3.0}, {"a": 0.5}) == {"a": 4.0, "b": 3.0}
+
+
+def test_boost_factor_is_a_parameter_and_ranking_orders_by_boosted_score() -> None:
+    assert affinity_boost(0.5, factor=4.0) == 2.0
+    assert boost_scores({"a": 1.0}, {"a": -0.5}, factor=0.5) == {"a": 0.75}
+    scores = {"a": 3.0, "b": 2.5, "c": 2.5, "d": 0.0}
+    # b overtakes a only with a large enough boost; c and d tie-break by input order
+    assert rank_tools(scores, {"b": 0.2}) == ["a", "b", "c", "d"]
+    assert rank_tools(scores, {"b": 0.2}, factor=4.0) == ["b", "a", "c", "d"]
+    assert rank_tools(scores, {"a": -1.0}) == ["b", "c", "a", "d"]
+    assert rank_tools({"x": 1.0, "y": 1.0}, {}) == ["x", "y"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engram import Fact, FactCategory, format_memory_section
@@ -154,3 +154,27 @@ def test_estimator_counts_non_ascii_as_a_token_per_character() -> None:
     assert estimate_tokens("abcd" * 10) == 10
     assert estimate_tokens("你好世界") == 4
     assert estimate_tokens("a b c d e f") == 8  # words x 4/3 wins for short words
+
+
+def test_another_ranking_decides_which_facts_fit_the_budget() -> None:
+    old = fact(FactCategory.DOMAIN_PREFERENCE, "royalty", 0.3, 40)  # rank 12
+    new = fact(FactCategory.DOMAIN_PREFERENCE, "revenue", 0.9, 2)  # rank 1.8
+    one_line = estimate_tokens(format_memory_section([old]))
+    assert '"royalty"' in format_memory_section([old, new], token_budget=one_line)
+    by_confidence = format_memory_section(
+        [old, new],
+        token_budget=one_line,
+        rank=lambda fs: sorted(fs, key=lambda f: -f.confidence),
+    )
+    assert '"revenue"' in by_confidence
+    assert '"royalty"' not in by_confidence
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.characters(exclude_categories=()), max_size=200))
+@example(text="a\ud800 b")  # a lone surrogate counts as one non-ASCII character
+def test_estimator_matches_its_per_character_definition(text: str) -> None:
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    by_chars = -(-(ascii_chars + 4 * (len(text) - ascii_chars)) // 4)
+    by_words = -(-len(text.split()) * 4 // 3)
+    assert estimate_tokens(text) == max(by_chars, by_words)
