@@ -30,6 +30,7 @@ QUICK_DEFAULTS: dict[str, str] = {
     "ENGRAM_BENCH_RECALL_QUERIES": "200",  # bench_recall, bench_recall_curve
     "ENGRAM_BENCH_IMPORT_RUNS": "3",  # bench_handlers
     "ENGRAM_BENCH_SESSIONS": "50",  # bench_handlers
+    "ENGRAM_BENCH_BEHAVIOUR_USERS": "40",  # bench_behaviour
 }
 
 

@@ -10,7 +10,9 @@ the run (a benchmark not re-run this time) says so. Figures (matplotlib, Agg bac
   observations, with consolidation alone and the server's HTTP floor; and against facts;
 - ingest throughput against redis-benchmark's pipelined ZADD (ratios);
 - recall latency against corpus size, with the bare-SQL floor and LangGraph's PostgresStore;
-- handler cold-import times against the 300 ms target.
+- handler cold-import times against the 300 ms target;
+- behavioural memory on simulated users (``bench/behaviour/report.py``): top-1 accuracy by
+  session of use, per simulated day, and per decay × boost configuration.
 
 Each figure shows medians and p99s over the repeated runs; the machine is described at the
 top (CPU model, cores, memory, load average, Python, Redis and PostgreSQL versions).
@@ -558,6 +560,12 @@ def render(
     else:
         md += ["_Not measured in this run._", ""]
 
+    behaviour = results.get("behaviour")
+    if behaviour:
+        from bench.behaviour.report import section
+
+        md += section(behaviour, figures, _source("behaviour", behaviour, newest))
+
     md += ["## Summaries as printed", ""]
     for name, data in results.items():
         if data.get("summary"):
@@ -580,6 +588,10 @@ def write_report(results_dir: Path = HERE / "results", report_dir: Path | None =
         "recall": fig_recall(results, figures_dir),
         "imports": fig_imports(results, figures_dir),
     }
+    if results.get("behaviour"):
+        from bench.behaviour.report import figures as behaviour_figures
+
+        figures.update(behaviour_figures(results["behaviour"], figures_dir, _plt()))
     figures = {k: (f"figures/{v}" if v else None) for k, v in figures.items()}
     report = report_dir / "REPORT.md"
     report.write_text(render(results, machine, figures))
