@@ -250,6 +250,24 @@ def _timeline(records: Sequence[SessionRecord]) -> dict[int, list[SessionRecord]
     return {u: sorted(rs, key=lambda r: r.index) for u, rs in users.items()}
 
 
+def _settled(
+    after: Sequence[SessionRecord], flags: Sequence[bool], change_ms: int
+) -> tuple[float | None, float | None]:
+    """(sessions, days) after the change until ``flags`` hold for good (None, None: never)."""
+    at = settle(flags)
+    if at is None:
+        return None, None
+    return float(at), (after[at].at_ms - change_ms) / MS_PER_DAY
+
+
+def _measures(found: Mapping[str, list[tuple[float | None, float | None]]]) -> dict[str, Any]:
+    out = {}
+    for name, values in found.items():
+        out[f"{name}Sessions"] = _distribution([s for s, _ in values])
+        out[f"{name}Days"] = _distribution([d for _, d in values])
+    return out
+
+
 def adaptation(
     records: Sequence[SessionRecord], changes: Mapping[int, Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -260,64 +278,49 @@ def adaptation(
     Switch and break users count only if the abandoned tool was recommended first when the
     change happened (else there was nothing to unlearn; their share is ``learned``).
     """
-    out: dict[str, Any] = {}
     timelines = _timeline(records)
+    out: dict[str, Any] = {}
     for kind in ("switch", "break"):
-        drop_s: list[float | None] = []
-        drop_d: list[float | None] = []
-        adopt_s: list[float | None] = []
-        adopt_d: list[float | None] = []
+        found: dict[str, list[tuple[float | None, float | None]]] = {
+            "abandonedStops": [],
+            "adoptedStarts": [],
+        }
         eligible = 0
         for user, change in changes.items():
-            if change["kind"] != kind:
-                continue
             after = [r for r in timelines.get(user, []) if r.after_change]
-            if not after:
+            if change["kind"] != kind or not after:
                 continue
             eligible += 1
             if after[0].change_top != change["abandoned"]:
                 continue
-            for flags, sessions, days in (
-                ([r.change_top != change["abandoned"] for r in after], drop_s, drop_d),
-                ([r.change_top == change["adopted"] for r in after], adopt_s, adopt_d),
-            ):
-                at = settle(flags)
-                sessions.append(None if at is None else float(at))
-                days.append(None if at is None else (after[at].at_ms - change["atMs"]) / MS_PER_DAY)
+            at = change["atMs"]
+            dropped = [r.change_top != change["abandoned"] for r in after]
+            adopted = [r.change_top == change["adopted"] for r in after]
+            found["abandonedStops"].append(_settled(after, dropped, at))
+            found["adoptedStarts"].append(_settled(after, adopted, at))
+        learned = len(found["abandonedStops"])
         out[kind] = {
             "users": eligible,
-            "learned": round(len(drop_s) / eligible, 4) if eligible else None,
-            "abandonedStopsSessions": _distribution(drop_s),
-            "abandonedStopsDays": _distribution(drop_d),
-            "adoptedStartsSessions": _distribution(adopt_s),
-            "adoptedStartsDays": _distribution(adopt_d),
+            "learned": round(learned / eligible, 4) if eligible else None,
+            **_measures(found),
         }
-    old_s: list[float | None] = []
-    old_d: list[float | None] = []
-    new_s: list[float | None] = []
-    new_d: list[float | None] = []
-    movers = 0
-    for user, change in changes.items():
-        if change["kind"] != "move":
-            continue
-        after = [r for r in timelines.get(user, []) if r.after_change and r.move_prompt]
-        if not after:
-            continue
-        movers += 1
-        for flags, sessions, days in (
-            ([not r.move_prompt[0] for r in after if r.move_prompt], old_s, old_d),
-            ([r.move_prompt[1] for r in after if r.move_prompt], new_s, new_d),
-        ):
-            at = settle(flags)
-            sessions.append(None if at is None else float(at))
-            days.append(None if at is None else (after[at].at_ms - change["atMs"]) / MS_PER_DAY)
-    out["move"] = {
-        "users": movers,
-        "oldDomainLeavesPromptSessions": _distribution(old_s),
-        "oldDomainLeavesPromptDays": _distribution(old_d),
-        "newDomainInPromptSessions": _distribution(new_s),
-        "newDomainInPromptDays": _distribution(new_d),
+    moves: dict[str, list[tuple[float | None, float | None]]] = {
+        "oldDomainLeavesPrompt": [],
+        "newDomainInPrompt": [],
     }
+    for user, change in changes.items():
+        pairs = [
+            (r, r.move_prompt)
+            for r in timelines.get(user, [])
+            if r.after_change and r.move_prompt is not None
+        ]
+        if change["kind"] != "move" or not pairs:
+            continue
+        after = [r for r, _ in pairs]
+        at = change["atMs"]
+        moves["oldDomainLeavesPrompt"].append(_settled(after, [not p[0] for _, p in pairs], at))
+        moves["newDomainInPrompt"].append(_settled(after, [p[1] for _, p in pairs], at))
+    out["move"] = {"users": len(moves["newDomainInPrompt"]), **_measures(moves)}
     return out
 
 
