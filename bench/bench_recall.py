@@ -46,6 +46,7 @@ from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore, recall_sql
 from engram.identity import Caller
+from engram.memories.inputs import MemorySaveRequest
 from engram.memories.models import RecallRequest
 from engram.memories.ports import AccessContext
 from engram.memories.recall import HashingEmbedder
@@ -291,8 +292,9 @@ def bench_size(
         team, user, q, _ = picks[i]
         return svc.save(
             Caller(user_id=user, team_id=team),
-            key=f"bench {i} {time.time_ns()}",
-            value=f"saved during the benchmark: {q}",
+            MemorySaveRequest(
+                key=f"bench {i} {time.time_ns()}", value=f"saved during the benchmark: {q}"
+            ),
         )
 
     hits = sum(1 for i in range(50) if keyword(i))

@@ -57,7 +57,7 @@ def post_events() -> Response[str]:
 def post_transcript(conversation_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    conversation = path_param("conversationId", conversation_id)
+    conversation = path_param("conversationId", conversation_id)  # checked before anything
     body = req.body(TranscriptRequest)
     if body.persona_id is not None:
         # 403 / memory-disabled exactly like a memory save with this persona

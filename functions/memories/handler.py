@@ -35,19 +35,11 @@ from engram.api.models import (
     ToolDefinition,
     ToolsResponse,
 )
-from engram.errors import InvalidInput, NotFound
+from engram.errors import NotFound
 from engram.use_cases.convert import epoch_ms, fact_out, memory_out
 
-MAX_PATH_ID_CHARS = 128
-
 app = http_app()
-
-
-def _id(name: str, raw: str) -> str:
-    value = path_param(name, raw)
-    if len(value) > MAX_PATH_ID_CHARS or not value.isprintable():
-        raise InvalidInput(name, f"must be 1-{MAX_PATH_ID_CHARS} printable characters")
-    return value
+_id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
 
 
 def _version() -> str:
@@ -102,16 +94,7 @@ def delete_fact(fact_id: str) -> Response[str]:
 def post_memory() -> Response[str]:
     req = request(app)
     caller = req.caller
-    body = req.body(MemorySaveRequest)
-    memory, created = req.container.memories.save(
-        caller,
-        key=body.key,
-        value=body.value,
-        confidence=body.confidence,
-        persona_id=body.persona_id,
-        source_channel_id=body.source_channel_id,
-        scope=body.scope,
-    )
+    memory, created = req.container.memories.save(caller, req.body(MemorySaveRequest))
     add_metric("MemoriesSaved")
     return respond(201 if created else 200, memory_out(memory))
 
@@ -120,10 +103,7 @@ def post_memory() -> Response[str]:
 def get_memories() -> Response[str]:
     req = request(app)
     caller = req.caller
-    query = MemoryRecallQuery.model_validate(req.query())
-    found = req.container.memories.recall(
-        caller, query=query.query or "", max_results=query.max_results, persona_id=query.persona_id
-    )
+    found = req.container.memories.recall(caller, MemoryRecallQuery.model_validate(req.query()))
     return respond(200, MemoryListResponse(memories=[memory_out(m) for m in found]))
 
 
@@ -139,10 +119,7 @@ def patch_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     memory_id = _id("id", memory_id)
-    body = req.body(MemoryPatchRequest)
-    memory = req.container.memories.update(
-        caller, memory_id, key=body.key, value=body.value, confidence=body.confidence
-    )
+    memory = req.container.memories.update(caller, memory_id, req.body(MemoryPatchRequest))
     return respond(200, memory_out(memory))
 
 
@@ -197,10 +174,7 @@ def post_tool(name: str) -> Response[str]:
 def get_review() -> Response[str]:
     req = request(app)
     caller = req.caller
-    query = ReviewListQuery.model_validate(req.query())
-    page = req.container.memories.list_pending(
-        caller, persona_id=query.persona_id, limit=query.limit, cursor=query.cursor
-    )
+    page = req.container.memories.list_pending(caller, ReviewListQuery.model_validate(req.query()))
     return respond(
         200,
         ReviewListResponse(
@@ -215,7 +189,7 @@ def approve(memory_id: str) -> Response[str]:
     caller = req.caller
     memory_id = _id("id", memory_id)
     body = req.body(ApproveRequest, empty_as_object=True)
-    memory = req.container.memories.approve(caller, memory_id, key=body.key, value=body.value)
+    memory = req.container.memories.approve(caller, memory_id, body)
     return respond(200, memory_out(memory))
 
 
@@ -253,14 +227,7 @@ def put_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     persona_id = _id("personaId", persona_id)
-    body = req.body(PersonaRequest)
-    # ``retention`` left out keeps the stored rules, so it is passed only when sent
-    config = body.model_dump(mode="json", by_alias=True, exclude={"retention"})
-    if "retention" in body.model_fields_set:
-        config["retention"] = (
-            None if body.retention is None else body.retention.model_dump(by_alias=True)
-        )
-    persona = req.container.memories.put_persona(caller, persona_id, config)
+    persona = req.container.memories.put_persona(caller, persona_id, req.body(PersonaRequest))
     return respond(200, _persona_out(persona))
 
 
@@ -276,15 +243,7 @@ def get_persona(persona_id: str) -> Response[str]:
 def put_team_settings() -> Response[str]:
     req = request(app)
     caller = req.caller
-    body = req.body(TeamSettingsRequest)
-    changes: dict[str, Any] = {}
-    if "retention" in body.model_fields_set:  # left out keeps the stored rules
-        changes["retention"] = (
-            None if body.retention is None else body.retention.model_dump(by_alias=True)
-        )
-    saved = req.container.memories.put_team_settings(
-        caller, memory_enabled=body.memory_enabled, **changes
-    )
+    saved = req.container.memories.put_team_settings(caller, req.body(TeamSettingsRequest))
     return respond(
         200,
         TeamSettingsResponse(

@@ -99,6 +99,7 @@ BEDROCK_USERS = frozenset({"session", "memories", "maintenance"})
 INGEST_SENDERS = frozenset({"ingest"})
 EXTRACTION_SENDERS = frozenset({"ingest"})
 EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
+CURSOR_SIGNERS = frozenset({"memories"})  # review cursors: GET /v1/review
 MAINTENANCE_CONCURRENCY = 1  # reserved concurrency: a single maintenance run at a time
 
 SCHEDULES: dict[str, str] = {
@@ -278,6 +279,17 @@ class ServiceStack(Stack):
             compatible_runtimes=[RUNTIME],
             description="Engram runtime dependencies from uv.lock",
         )
+        # The HMAC key of review cursors: one per stage, shared by every instance of the
+        # memories function, so any of them opens a cursor another issued.
+        self.cursor_key = secretsmanager.Secret(
+            self,
+            "CursorKey",
+            description=f"Engram {config.name}: HMAC key of review cursors",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+            removal_policy=removal,
+        )
         base_env: dict[str, str] = {
             "ENGRAM_STAGE": config.name,
             "ENGRAM_LOG_LEVEL": config.log_level,
@@ -318,6 +330,8 @@ class ServiceStack(Stack):
             env.update(redis_env if name in REDIS_USERS else {})
             env.update(database_env if name in DATABASE_USERS else {})
             env.update(queue_env)
+            if name in CURSOR_SIGNERS:
+                env["ENGRAM_CURSOR_KEY_SECRET_ARN"] = self.cursor_key.secret_arn
             if name in EXTRACTION_DEAD_LETTERERS:
                 env["ENGRAM_EXTRACTION_DLQ_URL"] = self.extraction.dlq.queue_url
                 # dead-letter on the delivery SQS would be the last before its own redrive
@@ -521,6 +535,8 @@ class ServiceStack(Stack):
     def _grant(self, name: str, fn: lambda_.Function, data: DataEndpoints) -> None:
         if name in DATABASE_USERS:
             data.database_secret.grant_read(fn)
+        if name in CURSOR_SIGNERS:
+            self.cursor_key.grant_read(fn)
         if name in INGEST_SENDERS:
             self.ingest.queue.grant_send_messages(fn)
         if name in EXTRACTION_SENDERS:
@@ -552,6 +568,13 @@ class ServiceStack(Stack):
                     "GET /v1/health is deliberately public (SPEC section 4): load balancers and "
                     "uptime checks call it without a token; it returns only store status.",
                 )
+        acknowledge(
+            self.cursor_key,
+            "AwsSolutions-SMG4",
+            "The review-cursor HMAC key signs short-lived page cursors only; rotating it just "
+            "invalidates cursors in flight (clients restart a listing). Rotate by putting a new "
+            "secret value and redeploying the memories function (docs/deployment.md).",
+        )
         acknowledge(
             self,
             "AwsSolutions-L1",

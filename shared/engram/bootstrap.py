@@ -17,6 +17,9 @@ part                   built from
                        embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
 ``database``           ``engram.adapters.postgres.pool.Database`` (lazy pool)
 ``memory_store``       ``PostgresMemoryStore`` (memories, personas, team settings)
+``cursors``            ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
+                       Secrets Manager secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the
+                       key file ``<ENGRAM_DATA_DIR>/keys/cursor-key`` (local only)
 ``memories``           ``MemoryService`` on it (+ Bedrock embedder when
                        ``ENGRAM_EMBEDDER=bedrock``)
 ``sqs``                a boto3 SQS client (or the injected ``LocalSqs``)
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from engram.adapters.secrets import SecretsClient
     from engram.behaviour.service import BehaviourService
     from engram.maintenance.ports import ErasureLog
+    from engram.memories.cursors import CursorSigner
     from engram.memories.ports import Embedder
     from engram.memories.service import MemoryService
     from engram.ratelimit import RateLimiter
@@ -213,6 +217,30 @@ class Container:
         return self._part("memory_store", make)
 
     @property
+    def cursors(self) -> CursorSigner:
+        """Review cursors signed with the deployment's key, so every process accepts the
+        cursors of the others."""
+
+        def make() -> CursorSigner:
+            from engram.memories.cursors import CursorSigner
+
+            s = self.settings
+            if s.cursor_key is not None:
+                key = s.cursor_key.get_secret_value().encode("utf-8")
+            elif s.cursor_key_secret_arn:
+                from engram.adapters.secrets import secret_string, secrets_client
+
+                client = self._secrets or secrets_client(s.aws_region)
+                key = secret_string(s.cursor_key_secret_arn, client).encode("utf-8")
+            else:
+                from engram.local.keyfiles import cursor_key
+
+                key = cursor_key(s.data_dir)
+            return CursorSigner(key)
+
+        return self._part("cursors", make)
+
+    @property
     def memories(self) -> MemoryService:
         def make() -> MemoryService:
             from engram.memories.service import MemoryService
@@ -224,7 +252,12 @@ class Container:
                 embedder = BedrockTitanEmbedder.from_settings(self.settings)
             store = self.memory_store
             return MemoryService(
-                store, store, embedder=embedder, settings=self.settings, clock=self.clock
+                store,
+                store,
+                embedder=embedder,
+                settings=self.settings,
+                clock=self.clock,
+                cursors=self.cursors,
             )
 
         return self._part("memories", make)

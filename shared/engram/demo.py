@@ -11,7 +11,7 @@ import argparse
 import uuid
 from typing import Any
 
-from engram.behaviour.emission import QueryEvent, ToolEvent
+from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import Fact
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock

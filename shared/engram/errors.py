@@ -35,6 +35,16 @@ class IdempotencyKeyReused(InvalidInput):
         super().__init__("Idempotency-Key", message)
 
 
+class InvalidHeader(EngramError):
+    """A header the service cannot read as one value (400). ``field`` names the header."""
+
+    code = "invalid_header"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
 class NotFound(EngramError):
     """The object does not exist, or the caller may not know that it does."""
 

@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engram import limits
+
 
 class Settings(BaseSettings):
     """Engram configuration (env prefix ``ENGRAM_``)."""
@@ -129,11 +131,21 @@ class Settings(BaseSettings):
     """OAuth scope that marks a service (machine) token."""
     act_as_header: str = "x-engram-user"
     """Header a service token uses to act for a user of its team."""
+    cursor_key: SecretStr | None = Field(
+        default=None,
+        min_length=16,
+        description="HMAC key of review cursors (16+ characters); see cursor_key_secret_arn.",
+    )
+    cursor_key_secret_arn: str | None = Field(
+        default=None,
+        description="Secrets Manager secret holding the cursor key (AWS). With neither set, "
+        "the key is a file under data_dir (local).",
+    )
 
     # --- limits --------------------------------------------------------------------------
     observations_per_minute: int = Field(default=600, ge=1)
     """Per-identity ingest rate limit (429 with Retry-After past it)."""
-    max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    max_body_bytes: int = Field(default=limits.MAX_BODY_BYTES, ge=1024)
     """Largest request body accepted (413 past it)."""
     ingest_retry_window_s: int = Field(default=600, ge=1, le=86_400)
     """Keyless ingest: the same body twice within one window of this many seconds is stored once."""

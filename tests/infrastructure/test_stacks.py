@@ -274,6 +274,23 @@ def test_maintenance_dead_letters_to_the_extraction_dlq_one_run_at_a_time(
             assert "sqs:SendMessage" not in _policy_actions_on(prod, logical_id, dlq)
 
 
+def test_only_the_memories_function_reads_the_review_cursor_key(prod: Synthesized) -> None:
+    secrets = prod.resources("AWS::SecretsManager::Secret", "Service")
+    (key,) = [k for k in secrets if k.startswith("CursorKey")]
+    generated = secrets[key]["Properties"]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32
+    memories = _function_named(prod, "memories")
+    for logical_id, fn in _engram_functions(prod).items():
+        variables = fn["Properties"]["Environment"]["Variables"]
+        reads = "secretsmanager:GetSecretValue" in _policy_actions_on(prod, logical_id, key)
+        if logical_id == memories:
+            assert _ref(variables["ENGRAM_CURSOR_KEY_SECRET_ARN"]) == key
+            assert reads
+        else:
+            assert "ENGRAM_CURSOR_KEY_SECRET_ARN" not in variables
+            assert not reads
+
+
 def _scope_names(synth: Synthesized) -> set[str]:
     (server,) = synth.resources("AWS::Cognito::UserPoolResourceServer", "Service").values()
     assert server["Properties"]["Identifier"] == "engram"

@@ -35,11 +35,11 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from engram import errors as domain
 from engram.api.errors import (
@@ -115,11 +115,24 @@ def request(app: APIGatewayHttpResolver) -> Request:
 
 def path_param(name: str, raw: str) -> str:
     """A path segment the resolver matched, percent-decoded as API Gateway decodes
-    ``pathParameters`` (``a%20b`` -> ``a b``); ``InvalidInput`` when it decodes to nothing."""
+    ``pathParameters`` (``a%20b`` -> ``a b``) and checked by the rule
+    ``engram.api.models.PATH_PARAMETERS`` gives ``name``: ``InvalidInput`` naming it, before
+    anything is read or queued."""
     value = unquote(raw)
     if not value:
         raise InvalidInput(name, "is required")
-    return value
+    try:
+        checked: str = _path_rule(name).validate_python(value, strict=True)
+    except ValidationError as exc:
+        raise InvalidInput(name, exc.errors()[0]["msg"]) from None
+    return checked
+
+
+@cache
+def _path_rule(name: str) -> TypeAdapter[str]:
+    from engram.api.models import PATH_PARAMETERS
+
+    return TypeAdapter(PATH_PARAMETERS[name])
 
 
 def respond(

@@ -38,6 +38,7 @@ from pydantic import TypeAdapter
 from redis.exceptions import NoScriptError
 
 from engram.behaviour.models import (
+    TRUSTED,
     Fact,
     FactCategory,
     Observation,
@@ -941,7 +942,7 @@ class RedisObservationLog(_RedisBase):
         self.round_trips += 1
         out = []
         for member, score in rows:
-            o = Observation.model_validate_json(decode_member(member))
+            o = Observation.model_validate_json(decode_member(member), context=TRUSTED)
             out.append(o.model_copy(update={"seq": int(score)}))
         return out
 

@@ -5,6 +5,7 @@ raised                                 status  ``error.code``       notes
 =====================================  ======  ===================  ===========================
 malformed JSON / body not an object /  400     ``invalid_json``
 JSON nested too deep or undecodable
+``InvalidHeader``                      400     ``invalid_header``   ``details``: the header
 pydantic ``ValidationError``,          422     ``invalid_input``    ``details``: one entry per
 Powertools ``RequestValidationError``                               problem ``{field, message,
 ``InvalidInput``                                                    type}``; ``field`` is the
@@ -35,7 +36,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -44,6 +45,33 @@ from engram import errors as domain
 _log = logging.getLogger("engram.api")
 
 JSON_CONTENT_TYPE = "application/json"
+
+#: Every ``error.code`` the service answers with (the OpenAPI error schema's enum): the codes
+#: of this module's mapping, of ``engram.errors``, and of the local server's protocol errors.
+ErrorCode = Literal[
+    "bad_request",
+    "invalid_json",
+    "invalid_header",
+    "invalid_input",
+    "unauthorized",
+    "forbidden",
+    "memory_disabled",
+    "not_found",
+    "method_not_allowed",
+    "request_timeout",
+    "conflict",
+    "length_required",
+    "body_too_large",
+    "uri_too_long",
+    "unsupported_media_type",
+    "expectation_failed",
+    "headers_too_large",
+    "rate_limited",
+    "quota_exceeded",
+    "internal",
+    "unavailable",
+    "http_version_not_supported",
+]
 _LOCATION_PREFIXES = frozenset({"body", "query", "path", "header", "cookie"})
 
 
@@ -103,9 +131,13 @@ def validation_details(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, st
     details: list[dict[str, str]] = []
     for err in errors:
         loc = err.get("loc", ())
+        loc = tuple(loc) if isinstance(loc, Sequence) else (loc,)
+        key = (err.get("ctx") or {}).get("key")
+        if key is not None and loc and loc[-1] == "metadata":  # per-type metadata rules
+            loc = (*loc, key)
         details.append(
             {
-                "field": field_name(loc if isinstance(loc, Sequence) else (loc,)),
+                "field": field_name(loc),
                 "message": str(err.get("msg", "invalid value")),
                 "type": str(err.get("type", "value_error")),
             }
@@ -128,12 +160,12 @@ def _from_validation_errors(errors: Sequence[Mapping[str, Any]]) -> HttpError:
 
 def error_response(exc: BaseException) -> HttpError:
     """Map any exception to the HTTP error the client sees."""
-    if isinstance(exc, domain.InvalidInput):
+    if isinstance(exc, domain.InvalidInput | domain.InvalidHeader):
         return HttpError(
-            422,
+            400 if isinstance(exc, domain.InvalidHeader) else 422,
             exc.code,
             exc.message,
-            details=[{"field": exc.field, "message": exc.message, "type": "invalid_input"}],
+            details=[{"field": exc.field, "message": exc.message, "type": exc.code}],
         )
     if isinstance(exc, domain.Unauthorized):
         return HttpError(401, exc.code, exc.message, headers={"WWW-Authenticate": "Bearer"})

@@ -20,16 +20,17 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from engram import limits
 from engram.api.errors import BodyTooLargeError, InvalidJsonError, UnsupportedMediaTypeError
 
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_MAX_BODY_BYTES = 256 * 1024
+DEFAULT_MAX_BODY_BYTES = limits.MAX_BODY_BYTES
 #: Deepest nesting of arrays and objects accepted in request JSON. The API's own shapes need
 #: a handful of levels; free-form values (metadata, tool results) get plenty of room, and
 #: nothing downstream (validation, json.dumps, Redis, PostgreSQL) recurses anywhere near
 #: Python's limit.
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = limits.MAX_JSON_DEPTH
 
 _JSON_MEDIA_TYPE = re.compile(r"application/(?:[\w.+-]+\+)?json")
 
@@ -124,7 +125,8 @@ def parse_body(
     decoded = decode_json(data)
     if not isinstance(decoded, dict):
         raise InvalidJsonError("request body must be a JSON object")
-    return model.model_validate(decoded)
+    # JSON names are camelCase only: ``persona_id`` in a body is an unknown field
+    return model.model_validate(decoded, by_alias=True, by_name=False)
 
 
 def json_response(

@@ -1,167 +1,64 @@
-"""Request and response models of the v1 HTTP API (SPEC §4).
+"""The models of the v1 HTTP API (SPEC §4): every input, every output, the route table.
 
-Every JSON name is camelCase. Request models forbid unknown fields and are strict about types
-(``"5"`` is not a number), so bad input is rejected with an error naming the field (the
-pydantic ``loc`` joined with ``.``, see ``engram.api.errors``). Response models serialise by
-alias and can be built in Python with snake_case names.
+**Inputs** are defined where they are used — behavioural memory's in
+``engram.behaviour.inputs``, explicit memories' in ``engram.memories.inputs``, transcripts in
+``engram.extraction.models`` — on ``engram.fields.InputModel``: camelCase only, unknown
+fields refused, strict types, field rules and limits from ``engram.fields`` and
+``engram.limits``. The services take them as validated. Bad input is refused with an error
+naming the field (the pydantic ``loc`` joined with ``.``, see ``engram.api.errors``).
+``PATH_PARAMETERS`` gives each path parameter its rule.
 
-Text fields reject NUL characters and unpaired UTF-16 surrogates: neither can be stored in
-PostgreSQL or encoded as UTF-8, so they are bad input rather than a later 500.
+**Outputs** (response models) serialise by alias and are built in Python with snake_case
+names.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    StringConstraints,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from pydantic.alias_generators import to_camel
 
-from engram.api.errors import InvalidJsonError
+from engram.api.errors import ErrorCode, InvalidJsonError
 from engram.api.http import decode_json
+from engram.behaviour.inputs import (
+    EventsRequest,
+    ObservationIn,
+    ObservationsRequest,
+    ObservationTypeName,
+    QueryEvent,
+    ToolEvent,
+)
+from engram.extraction.models import TranscriptMessage, TranscriptRequest
+from engram.fields import Content, FactId, Identifier, InputModel, JsonObject, Name, check_json
+from engram.memories.inputs import (
+    ApproveRequest,
+    ExtractionConfig,
+    MemoryPatchRequest,
+    MemoryRecallArgs,
+    MemoryRecallQuery,
+    MemorySaveArgs,
+    MemorySaveRequest,
+    MemoryScope,
+    PersonaRequest,
+    RetentionRule,
+    ReviewListQuery,
+    TeamSettingsRequest,
+)
 
-# --- limits (SPEC §4) ----------------------------------------------------------------------
-MAX_KEY_CHARS = 100
-MAX_VALUE_CHARS = 2000
-MAX_CONTENT_CHARS = 1000
-MAX_METADATA_BYTES = 4 * 1024
-MAX_BATCH_ITEMS = 100
-MAX_TOOL_RESULT_BYTES = 64 * 1024
-MAX_ID_CHARS = 128
-MAX_NAME_CHARS = 100
-MAX_TRANSCRIPT_MESSAGES = 500
-MAX_MESSAGE_CHARS = 16_000
-MAX_PROMPT_CHARS = 8000
-MAX_GROUPS = 100
-MAX_RECALL_RESULTS = 100
-DEFAULT_RECALL_RESULTS = 20
-MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
-
-ObservationTypeName = Literal["tool_success", "tool_failure", "entity_access", "query_pattern"]
 FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"
 ]
-MemoryScope = Literal["user", "persona", "persona_user"]
 MemoryStatus = Literal["active", "pending_review", "archived"]
-MessageRole = Literal["user", "assistant", "system", "tool"]
 
-
-def _clean_text(value: str) -> str:
-    """Reject characters that cannot be stored: NUL and unpaired surrogates."""
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode (unpaired surrogate)") from None
-    return value
-
-
-def _no_control(value: str) -> str:
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-def _json_size(value: object) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-
-
-def _clean_json(value: JsonValue) -> JsonValue:
-    """Walk a JSON value and reject NUL / surrogates in every key and string."""
-    if isinstance(value, str):
-        return _clean_text(value)
-    if isinstance(value, list):
-        for item in value:
-            _clean_json(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _clean_text(key)
-            _clean_json(item)
-    return value
-
-
-def _metadata_limit(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    _clean_json(value)
-    if _json_size(value) > MAX_METADATA_BYTES:
-        raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON")
-    return value
-
-
-def _result_limit(value: JsonValue) -> JsonValue:
-    _clean_json(value)
-    if _json_size(value) > MAX_TOOL_RESULT_BYTES:
-        raise ValueError(f"must be at most {MAX_TOOL_RESULT_BYTES} bytes as JSON")
-    return value
-
-
-Text = Annotated[str, AfterValidator(_clean_text)]
-#: A short identifier: no control characters, no surrounding whitespace.
-Identifier = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=MAX_ID_CHARS, strip_whitespace=True),
-    AfterValidator(_clean_text),
-    AfterValidator(_no_control),
-]
-Name = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, strip_whitespace=True),
-    AfterValidator(_clean_text),
-    AfterValidator(_no_control),
-]
-MemoryKey = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, strip_whitespace=True),
-    AfterValidator(_clean_text),
-    AfterValidator(_no_control),
-]
-MemoryValue = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=MAX_VALUE_CHARS),
-    AfterValidator(_clean_text),
-]
-Content = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_clean_text)
-]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-EpochMs = Annotated[int, Field(ge=0, le=MAX_EPOCH_MS)]
-Metadata = Annotated[dict[str, JsonValue], AfterValidator(_metadata_limit)]
-
-
-class RequestModel(BaseModel):
-    """Base of every request body: camelCase only, unknown fields rejected, strict types."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        validate_by_alias=True,
-        validate_by_name=False,
-        serialize_by_alias=True,
-    )
-
-
-class QueryModel(BaseModel):
-    """Base of query-string models: values arrive as strings, so types are coerced."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        extra="forbid",
-        frozen=True,
-        validate_by_alias=True,
-        validate_by_name=True,
-        serialize_by_alias=True,
-    )
+#: The rule of each path parameter (the same for every route that has it).
+PATH_PARAMETERS: dict[str, Any] = {
+    "id": Identifier,
+    "factId": FactId,
+    "name": Name,
+    "personaId": Identifier,
+    "conversationId": Identifier,
+}
 
 
 class ResponseModel(BaseModel):
@@ -177,7 +74,7 @@ class ResponseModel(BaseModel):
 
 # --- errors --------------------------------------------------------------------------------
 class ErrorDetail(ResponseModel):
-    code: str
+    code: ErrorCode
     message: str
     details: JsonValue | None = None
 
@@ -200,46 +97,6 @@ class HealthResponse(ResponseModel):
 
 
 # --- ingest --------------------------------------------------------------------------------
-class ObservationIn(RequestModel):
-    """One typed observation. ``id`` makes a retry idempotent; ``createdAt`` is client time."""
-
-    type: ObservationTypeName
-    content: Content
-    metadata: Metadata = Field(default_factory=dict)
-    id: Identifier | None = None
-    created_at: EpochMs | None = None
-
-
-class ObservationsRequest(RequestModel):
-    observations: list[ObservationIn] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
-
-
-class QueryEvent(RequestModel):
-    kind: Literal["query"]
-    text: Content
-
-
-class ToolEvent(RequestModel):
-    kind: Literal["tool"]
-    tool_name: Name
-    ok: bool
-    duration_ms: Annotated[int, Field(ge=0, le=86_400_000)]
-    error: Annotated[str, StringConstraints(max_length=MAX_CONTENT_CHARS)] | None = None
-    result: Annotated[JsonValue, AfterValidator(_result_limit)] = None
-
-    @field_validator("error")
-    @classmethod
-    def _error_text(cls, value: str | None) -> str | None:
-        return None if value is None else _clean_text(value)
-
-
-Event = Annotated[QueryEvent | ToolEvent, Field(discriminator="kind")]
-
-
-class EventsRequest(RequestModel):
-    events: list[Event] = Field(min_length=1, max_length=MAX_BATCH_ITEMS)
-
-
 class AcceptedResponse(ResponseModel):
     """202: every record was durably queued."""
 
@@ -248,7 +105,7 @@ class AcceptedResponse(ResponseModel):
 
 
 # --- sessions and facts --------------------------------------------------------------------
-class SessionRequest(RequestModel):
+class SessionRequest(InputModel):
     persona_id: Identifier | None = None
     query: Content | None = None
 
@@ -304,84 +161,17 @@ class SessionResponse(ResponseModel):
 
 
 # --- memories ------------------------------------------------------------------------------
-class MemorySaveRequest(RequestModel):
-    """memory_save. 201 when new, 200 when the same key was updated."""
-
-    key: MemoryKey
-    value: MemoryValue
-    confidence: Confidence | None = None
-    persona_id: Identifier | None = None
-    source_channel_id: Identifier | None = None
-    scope: MemoryScope | None = None
-
-
-class MemoryRecallQuery(QueryModel):
-    """``GET /v1/memories?query=&maxResults=&personaId=``."""
-
-    query: Annotated[str, StringConstraints(max_length=MAX_CONTENT_CHARS)] | None = None
-    max_results: Annotated[int, Field(ge=1, le=MAX_RECALL_RESULTS)] = DEFAULT_RECALL_RESULTS
-    persona_id: Identifier | None = None
-
-    @field_validator("query")
-    @classmethod
-    def _query_text(cls, value: str | None) -> str | None:
-        return None if value is None else _clean_text(value)
-
-
-class MemoryPatchRequest(RequestModel):
-    key: MemoryKey | None = None
-    value: MemoryValue | None = None
-    confidence: Confidence | None = None
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> MemoryPatchRequest:
-        if self.key is None and self.value is None and self.confidence is None:
-            raise ValueError("at least one of key, value, confidence is required")
-        return self
-
-
 class MemoryListResponse(ResponseModel):
     memories: list[MemoryOut]
 
 
 # --- tools ---------------------------------------------------------------------------------
-ToolName = Literal["memory_save", "memory_recall"]
+class ToolCallRequest(InputModel):
+    """``POST /v1/tools/{name}``: the model's arguments, as an object or a JSON string holding
+    one. The tool's own arguments model (``MemorySaveArgs`` / ``MemoryRecallArgs``) checks
+    them."""
 
-
-class MemorySaveArgs(BaseModel):
-    """Arguments of the ``memory_save`` tool, as a model sends them (snake_case)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    key: MemoryKey
-    value: MemoryValue
-    confidence: Confidence | None = None
-
-
-class MemoryRecallArgs(BaseModel):
-    """Arguments of the ``memory_recall`` tool, as a model sends them (snake_case)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    query: Annotated[str, StringConstraints(max_length=MAX_CONTENT_CHARS)] | None = None
-    max_results: Annotated[int, Field(ge=1, le=MAX_RECALL_RESULTS)] = DEFAULT_RECALL_RESULTS
-
-    @field_validator("query")
-    @classmethod
-    def _query_text(cls, value: str | None) -> str | None:
-        return None if value is None else _clean_text(value)
-
-
-TOOL_ARGUMENTS: dict[str, type[BaseModel]] = {
-    "memory_save": MemorySaveArgs,
-    "memory_recall": MemoryRecallArgs,
-}
-
-
-class ToolCallRequest(RequestModel):
-    """``POST /v1/tools/{name}``: the model's arguments, as an object or a JSON string."""
-
-    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
     persona_id: Identifier | None = None
     source_channel_id: Identifier | None = None
 
@@ -395,7 +185,7 @@ class ToolCallRequest(RequestModel):
                 raise ValueError("must be a JSON object or a string holding one") from None
         if not isinstance(value, dict):
             raise ValueError("must be a JSON object or a string holding one")
-        _clean_json(value)
+        check_json(value)
         return value
 
 
@@ -415,22 +205,6 @@ class ToolCallResponse(ResponseModel):
 
 
 # --- transcripts ---------------------------------------------------------------------------
-class TranscriptMessage(RequestModel):
-    role: MessageRole
-    content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_MESSAGE_CHARS)]
-    at: EpochMs | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _content_text(cls, value: str) -> str:
-        return _clean_text(value)
-
-
-class TranscriptRequest(RequestModel):
-    persona_id: Identifier | None = None
-    messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_TRANSCRIPT_MESSAGES)
-
-
 class QueuedResponse(ResponseModel):
     """202 for ``POST /v1/conversations/{conversationId}/transcript``."""
 
@@ -440,76 +214,15 @@ class QueuedResponse(ResponseModel):
 
 
 # --- review --------------------------------------------------------------------------------
-MAX_REVIEW_PAGE = 100
-DEFAULT_REVIEW_PAGE = 50
-
-
-class ReviewListQuery(QueryModel):
-    """``GET /v1/review?personaId=&limit=&cursor=``: one page of pending memories, oldest
-    first; pass ``nextCursor`` back as ``cursor`` for the next page."""
-
-    persona_id: Identifier | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_REVIEW_PAGE)] = DEFAULT_REVIEW_PAGE
-    cursor: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
-
-    @field_validator("cursor")
-    @classmethod
-    def _cursor_text(cls, value: str | None) -> str | None:
-        return None if value is None else _no_control(_clean_text(value))
-
-
 class ReviewListResponse(ResponseModel):
     memories: list[MemoryOut]
     next_cursor: str | None = None
 
 
-class ApproveRequest(RequestModel):
-    """``POST /v1/review/{id}/approve``: optional edits applied before approving (no body, or
-    ``{}``, approves as proposed)."""
-
-    key: MemoryKey | None = None
-    value: MemoryValue | None = None
-
-
 # --- personas and team settings ------------------------------------------------------------
-class ExtractionSettings(RequestModel):
-    enabled: bool = False
-    prompt: Annotated[str, StringConstraints(max_length=MAX_PROMPT_CHARS)] | None = None
-
-    @field_validator("prompt")
-    @classmethod
-    def _prompt_text(cls, value: str | None) -> str | None:
-        return None if value is None else _clean_text(value)
-
-
-MAX_RETENTION_DAYS = 36_500
-RetentionDays = Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
-
-
-class RetentionSettings(RequestModel):
-    """Memory retention rules; ``null`` (or left out) means no such rule."""
-
-    archive_after_days: RetentionDays | None = Field(
-        default=None, description="Archive active memories not updated for this many days."
-    )
-    delete_archived_after_days: RetentionDays | None = Field(
-        default=None, description="Hard-delete archived memories not updated for this many days."
-    )
-
-
 class RetentionSettingsOut(ResponseModel):
     archive_after_days: int | None = None
     delete_archived_after_days: int | None = None
-
-
-class PersonaRequest(RequestModel):
-    """``PUT /v1/personas/{personaId}`` (admins). ``retention`` left out keeps the persona's
-    retention rules; ``null`` removes them."""
-
-    allowed_groups: list[Name] = Field(default_factory=list, max_length=MAX_GROUPS)
-    memory_enabled: bool = True
-    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
-    retention: RetentionSettings | None = None
 
 
 class ExtractionSettingsOut(ResponseModel):
@@ -525,14 +238,6 @@ class PersonaResponse(ResponseModel):
     extraction: ExtractionSettingsOut
     retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
     updated_at: int | None = None
-
-
-class TeamSettingsRequest(RequestModel):
-    """``PUT /v1/settings/team`` (team admins). ``retention`` left out keeps the team's
-    retention rules; ``null`` removes them."""
-
-    memory_enabled: bool
-    retention: RetentionSettings | None = None
 
 
 class TeamSettingsResponse(ResponseModel):
@@ -581,7 +286,6 @@ class ErasureReceipt(ResponseModel):
 
 # --- the route list (for the local server, OpenAPI and documentation) ----------------------
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-MAX_IDEMPOTENCY_KEY_CHARS = 128
 
 
 class RouteSpec(BaseModel):
@@ -737,3 +441,54 @@ ROUTES: tuple[RouteSpec, ...] = (
     ),
     RouteSpec(method="DELETE", path="/v1/me", summary="erase the caller", response=ErasureReceipt),
 )
+
+
+__all__ = [
+    "PATH_PARAMETERS",
+    "ROUTES",
+    "AcceptedResponse",
+    "ApproveRequest",
+    "DependencyStatus",
+    "ErasureCounts",
+    "ErasureReceipt",
+    "ErrorBody",
+    "ErrorDetail",
+    "EventsRequest",
+    "ExportResponse",
+    "ExtractionConfig",
+    "ExtractionSettingsOut",
+    "FactOut",
+    "FactsResponse",
+    "HealthResponse",
+    "MemoryListResponse",
+    "MemoryOut",
+    "MemoryPatchRequest",
+    "MemoryRecallArgs",
+    "MemoryRecallQuery",
+    "MemorySaveArgs",
+    "MemorySaveRequest",
+    "ObservationIn",
+    "ObservationOut",
+    "ObservationsRequest",
+    "PersonaRequest",
+    "PersonaResponse",
+    "QueryEvent",
+    "QueuedResponse",
+    "RetentionRule",
+    "RetentionSettingsOut",
+    "ReviewListQuery",
+    "ReviewListResponse",
+    "RouteSpec",
+    "SessionRequest",
+    "SessionResponse",
+    "SessionSections",
+    "TeamSettingsRequest",
+    "TeamSettingsResponse",
+    "ToolCallRequest",
+    "ToolCallResponse",
+    "ToolDefinition",
+    "ToolEvent",
+    "ToolsResponse",
+    "TranscriptMessage",
+    "TranscriptRequest",
+]

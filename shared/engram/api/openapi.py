@@ -1,8 +1,13 @@
 """An OpenAPI 3.1 document for the v1 API, built from the models of ``engram.api.models``.
 
 ``openapi_document()`` returns it as a dict; ``python -m engram.api.openapi > docs/openapi.json``
-writes it. Request schemas are the validation schemas (camelCase, ``additionalProperties:
-false``), response schemas the serialisation ones; every route documents the error body.
+writes it. It says what the server enforces, from the same models and rules: request schemas
+are the validation schemas (camelCase, ``additionalProperties: false``, lengths, character
+rules as ``pattern``, per-type observation metadata, cross-field rules as ``if``/``then``),
+path parameters carry their rule (``PATH_PARAMETERS``), ``POST /v1/tools/{name}`` is stated
+once per tool with that tool's arguments, review cursors carry their format, and the error
+body's ``code`` is an enum. Response schemas are the serialisation ones; every route
+documents the error body.
 """
 
 from __future__ import annotations
@@ -11,18 +16,22 @@ import json
 import sys
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from engram.api.models import (
     IDEMPOTENCY_HEADER,
-    MAX_IDEMPOTENCY_KEY_CHARS,
+    PATH_PARAMETERS,
     ROUTES,
     ErrorBody,
     RouteSpec,
 )
+from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
+from engram.memories.tools import TOOL_ARGUMENTS
 
 REF = "#/components/schemas/{model}"
+JSON_VALUE = "JsonValue"
+TOOL_ROUTE = "/v1/tools/{name}"
 _ERRORS = {
     "400": "malformed JSON",
     "401": "missing or invalid token",
@@ -45,7 +54,7 @@ _IDEMPOTENCY_PARAMETER: dict[str, Any] = {
         "idempotency_key_reused. Without a key, the same body within the retry window is the "
         "same request."
     ),
-    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS},
+    "schema": TypeAdapter(Identifier).json_schema(),  # an id the client sends
 }
 
 
@@ -65,10 +74,38 @@ def _path_parameters(path: str) -> list[dict[str, Any]]:
             "name": n,
             "in": "path",
             "required": True,
-            "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+            "schema": TypeAdapter(PATH_PARAMETERS[n]).json_schema(),
         }
         for n in names
     ]
+
+
+def _with_json_values(node: Any) -> Any:
+    """``node`` with every ``JSON_VALUE_MARKER`` replaced by a reference to ``JsonValue``."""
+    if isinstance(node, dict):
+        if node == JSON_VALUE_MARKER:
+            return {"$ref": REF.format(model=JSON_VALUE)}
+        return {k: _with_json_values(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_with_json_values(v) for v in node]
+    return node
+
+
+def _tool_operations(op: dict[str, Any], keys: dict[Any, Any]) -> dict[str, dict[str, Any]]:
+    """``POST /v1/tools/{name}`` once per tool: its own path and its own ``arguments``."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool, model in TOOL_ARGUMENTS.items():
+        tool_op = json.loads(json.dumps(op))
+        tool_op["operationId"] = "postTools" + "".join(p.title() for p in tool.split("_"))
+        tool_op["summary"] = f"execute a {tool} tool call"
+        tool_op.pop("parameters", None)
+        body = tool_op["requestBody"]["content"]["application/json"]
+        arguments: dict[str, Any] = {"properties": {"arguments": keys[(model, "validation")]}}
+        if model.model_json_schema().get("required"):  # {} would not do: send them
+            arguments["required"] = ["arguments"]
+        body["schema"] = {"allOf": [body["schema"], arguments]}
+        out[TOOL_ROUTE.replace("{name}", tool)] = tool_op
+    return out
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -87,6 +124,7 @@ def _operation_id(route: RouteSpec) -> str:
 
 def openapi_document() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [(ErrorBody, "serialization")]
+    models += [(m, "validation") for m in TOOL_ARGUMENTS.values()]
     for route in ROUTES:
         if route.request is not None:
             models.append((route.request, "validation"))
@@ -130,7 +168,13 @@ def openapi_document() -> dict[str, Any]:
         op["responses"] = responses
         if route.auth:
             op["security"] = [{"bearer": []}]
+        if route.path == TOOL_ROUTE:  # other names are 404: no such tool
+            for path, tool_op in _tool_operations(op, keys).items():
+                paths.setdefault(path, {})[route.method.lower()] = tool_op
+            continue
         paths.setdefault(route.path, {})[route.method.lower()] = op
+
+    schemas = {**defs.get("$defs", {}), JSON_VALUE: clean_json_schema(REF.format(model=JSON_VALUE))}
 
     return {
         "openapi": "3.1.0",
@@ -139,9 +183,9 @@ def openapi_document() -> dict[str, Any]:
             "version": _version(),
             "description": "Long-term memory for chat assistants (v1).",
         },
-        "paths": paths,
+        "paths": _with_json_values(paths),
         "components": {
-            "schemas": defs.get("$defs", {}),
+            "schemas": _with_json_values(schemas),
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
             },

@@ -13,12 +13,14 @@ import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import jmespath
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from engram import limits
+from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import MAX_CONTENT_CHARS, Observation, ObservationType
 from engram.behaviour.sanitize import clean_text
 
@@ -32,30 +34,11 @@ class _Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
-class QueryEvent(_Camel):
-    kind: Literal["query"] = "query"
-    text: str = Field(min_length=1, max_length=8000)
-    event_id: str | None = Field(default=None, max_length=128)
-
-
-class ToolEvent(_Camel):
-    kind: Literal["tool"] = "tool"
-    tool_name: str = Field(min_length=1, max_length=200)
-    ok: bool
-    duration_ms: float = Field(ge=0)
-    error: str | None = Field(default=None, max_length=2000)
-    result: Any = None
-    event_id: str | None = Field(default=None, max_length=128)
-
-
-Event = Annotated[QueryEvent | ToolEvent, Field(discriminator="kind")]
-
-
 class EntityRule(_Camel):
     """Entities a tool result names: ``select`` picks objects, ``id``/``name`` read them."""
 
     tool_name: str
-    entity_type: str = Field(min_length=1, max_length=64)
+    entity_type: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS)
     select: str = "@"
     id: str
     name: str | None = None
@@ -142,12 +125,16 @@ class EmissionRules(_Camel):
         return [r for r in self.entity_rules if r.tool_name == tool_name]
 
 
-def _scalar(value: Any) -> str | None:
+def _scalar(value: Any, max_chars: int | None = None) -> str | None:
+    """A string, number or id in a tool result as text; ``max_chars`` truncates (names only:
+    an id too long for the rule is kept whole, and the entity is then skipped)."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, str | int | float):
         text = str(value).strip()
-        return text[:200] if text else None
+        if max_chars is not None:
+            text = text[:max_chars].rstrip()
+        return text or None
     return None
 
 
@@ -164,7 +151,11 @@ def extract_entities(rule: EntityRule, result: Any) -> list[tuple[str, str | Non
             continue
         try:
             entity_id = _scalar(jmespath.search(rule.id, item))
-            name = _scalar(jmespath.search(rule.name, item)) if rule.name else None
+            name = (
+                _scalar(jmespath.search(rule.name, item), limits.MAX_NAME_CHARS)
+                if rule.name
+                else None
+            )
         except jmespath.exceptions.JMESPathError:
             continue
         if entity_id is not None:
@@ -202,17 +193,16 @@ def observations_from_events(
     """Observations derived from raw events.
 
     With ``batch_id`` (e.g. the request id) the observation ids are deterministic, so a
-    redelivered batch appends nothing new; an event's own ``eventId`` wins over its position.
+    redelivered batch appends nothing new.
     """
     rules = rules or EmissionRules()
     ids = _Ids(identity_id, batch_id)
     meta = set(rules.meta_tools)
     out: list[Observation] = []
-    for index, event in enumerate(events):
-        ref: object = event.event_id or index
+    for ref, event in enumerate(events):
         if isinstance(event, QueryEvent):
             query = event.text[:MAX_QUERY_CHARS]
-            for domain in rules.domains_of(event.text[:8000]):
+            for domain in rules.domains_of(event.text):
                 out.append(
                     _obs(
                         ids,
@@ -257,14 +247,14 @@ def observations_from_events(
                             created_at=now_ms,
                         )
                     except ValidationError:
-                        # a tool result is not client input: an entity whose id or name is
-                        # not a valid fact key (control characters, too long) is skipped,
+                        # a tool result is not client input: an entity whose id or name
+                        # breaks the name rule (engram.fields) or is too long is skipped,
                         # and the rest of the batch (tool_success included) still counts
                         log.info("skipped an invalid %s entity from %s", rule.entity_type, tool)
                         continue
                     out.append(entity)
         else:
-            error = (event.error or "error")[:1000]
+            error = event.error or "error"
             out.append(
                 _obs(
                     ids,

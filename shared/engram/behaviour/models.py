@@ -6,22 +6,25 @@ Validation errors name the field: ``content``, ``metadata``, ``metadata.toolName
 
 from __future__ import annotations
 
-import json
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from engram import limits
 from engram.errors import InvalidInput
+from engram.fields import Identifier, InputModel, Name, check_json, json_size
 
-MAX_CONTENT_CHARS = 1000
-MAX_METADATA_BYTES = 4096
-MAX_IDENTITY_CHARS = 256
+MAX_CONTENT_CHARS = limits.MAX_CONTENT_CHARS
+MAX_METADATA_BYTES = limits.MAX_METADATA_BYTES
+MAX_IDENTITY_CHARS = limits.MAX_IDENTITY_CHARS
+#: ``Observation.model_validate*(..., context=TRUSTED)``: data this service stored, whose
+#: metadata was checked when it was accepted (reads of the observation log use it).
+TRUSTED = {"trusted": True}
 
 
 class ObservationType(StrEnum):
@@ -39,23 +42,6 @@ class FactCategory(StrEnum):
     FAILURE_PATTERN = "failure_pattern"
 
 
-_STR = "string"
-_NUM = "number"
-# Required (and optional) metadata keys per observation type, with their JSON types.
-REQUIRED_METADATA: dict[ObservationType, dict[str, str]] = {
-    ObservationType.TOOL_SUCCESS: {"toolName": _STR, "durationMs": _NUM},
-    ObservationType.TOOL_FAILURE: {"toolName": _STR, "durationMs": _NUM, "error": _STR},
-    ObservationType.ENTITY_ACCESS: {"entityType": _STR, "entityId": _STR},
-    ObservationType.QUERY_PATTERN: {"domain": _STR, "query": _STR},
-}
-OPTIONAL_METADATA: dict[ObservationType, dict[str, str]] = {
-    ObservationType.ENTITY_ACCESS: {"entityName": _STR},
-}
-# Keys that form a fact subject must be non-empty and short.
-_KEY_FIELDS = {"toolName", "entityType", "entityId", "domain"}
-MAX_KEY_FIELD_CHARS = 200
-
-
 class _CamelModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_assignment=False
@@ -66,34 +52,87 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-def _check_type(key: str, value: Any, kind: str) -> None:
-    if kind == _STR:
-        ok = isinstance(value, str)
-    else:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        ok = ok and math.isfinite(value) and value >= 0
-    if not ok:
-        raise PydanticCustomError(
-            "metadata_type",
-            "metadata.{key} must be a {kind}",
-            {"key": key, "kind": "non-negative number" if kind == _NUM else kind},
+# --- metadata per observation type: the one rule, for the API, emission and the consumer ------
+#: a non-negative number, kept as sent (an integer stays an integer)
+Duration = Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Metadata(InputModel):
+    """The keys an observation type requires; any other key is free JSON (text rule)."""
+
+    model_config = ConfigDict(extra="allow", validate_by_name=False)
+
+
+class ToolSuccessMetadata(_Metadata):
+    tool_name: Name
+    duration_ms: Duration
+
+
+class ToolFailureMetadata(_Metadata):
+    tool_name: Name
+    duration_ms: Duration
+    error: str
+
+
+class EntityAccessMetadata(_Metadata):
+    entity_type: Name
+    entity_id: Identifier
+    entity_name: Name | None = None
+
+
+class QueryPatternMetadata(_Metadata):
+    domain: Name
+    query: str
+
+
+METADATA: dict[ObservationType, type[_Metadata]] = {
+    ObservationType.TOOL_SUCCESS: ToolSuccessMetadata,
+    ObservationType.TOOL_FAILURE: ToolFailureMetadata,
+    ObservationType.ENTITY_ACCESS: EntityAccessMetadata,
+    ObservationType.QUERY_PATTERN: QueryPatternMetadata,
+}
+
+
+def _metadata_error(err: Mapping[str, Any], obs_type: ObservationType) -> PydanticCustomError:
+    loc = err.get("loc") or ()
+    key = str(loc[0]) if loc else "metadata"
+    if err.get("type") == "missing":
+        return PydanticCustomError(
+            "metadata_missing",
+            "metadata.{key} is required for {type} observations",
+            {"key": key, "type": obs_type.value},
         )
-    if key in _KEY_FIELDS and (
-        not value.strip()
-        or len(value) > MAX_KEY_FIELD_CHARS
-        or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
-    ):
+    return PydanticCustomError(
+        "metadata_invalid", "metadata.{key}: {msg}", {"key": key, "msg": str(err.get("msg"))}
+    )
+
+
+def validate_metadata(obs_type: ObservationType, value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` checked as ``obs_type``'s metadata (size, text rule, the type's keys);
+    returns it with its names trimmed. Raises ``PydanticCustomError`` whose ``key`` context
+    names the metadata key at fault."""
+    try:
+        size = json_size(value)
+    except (TypeError, ValueError) as exc:
         raise PydanticCustomError(
-            "metadata_key",
-            "metadata.{key} must be non-empty, at most {n} characters, without control characters",
-            {"key": key, "n": MAX_KEY_FIELD_CHARS},
+            "metadata_json", "metadata must be JSON-serialisable: {err}", {"err": str(exc)}
+        ) from None
+    if size > MAX_METADATA_BYTES:
+        raise PydanticCustomError(
+            "metadata_size", "metadata must be at most {n} bytes of JSON", {"n": MAX_METADATA_BYTES}
         )
+    check_json(value)
+    try:
+        parsed = METADATA[obs_type].model_validate(dict(value))
+    except ValidationError as exc:
+        raise _metadata_error(exc.errors()[0], obs_type) from None
+    return {k: v for k, v in parsed.model_dump(by_alias=True).items() if k in value}
 
 
 class Observation(_CamelModel):
     """An append-only record of something that happened during a session."""
 
-    id: str = Field(default_factory=_new_id, min_length=1, max_length=128)
+    id: str = Field(default_factory=_new_id, min_length=1, max_length=limits.MAX_ID_CHARS)
     identity_id: str = Field(min_length=1, max_length=MAX_IDENTITY_CHARS)
     type: ObservationType
     content: str = Field(default="", max_length=MAX_CONTENT_CHARS)
@@ -104,35 +143,22 @@ class Observation(_CamelModel):
         description="Arrival sequence assigned by the log on append; None until stored.",
     )
 
-    @field_validator("metadata")
+    @field_validator("metadata", mode="before")
     @classmethod
-    def _metadata_ok(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    def _metadata_ok(cls, value: Any, info: ValidationInfo) -> Any:
+        if (info.context or {}).get("trusted") or not isinstance(value, Mapping):
+            return value  # stored data was checked on the way in; non-objects fail below
+        obs_type = info.data.get("type")
+        if not isinstance(obs_type, ObservationType):
+            return value
         try:
-            encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
+            return validate_metadata(obs_type, value)
+        except PydanticCustomError:
+            raise
+        except (TypeError, ValueError) as exc:  # NaN and other values JSON cannot hold
             raise PydanticCustomError(
                 "metadata_json", "metadata must be JSON-serialisable: {err}", {"err": str(exc)}
             ) from None
-        if len(encoded.encode()) > MAX_METADATA_BYTES:
-            raise PydanticCustomError(
-                "metadata_size",
-                "metadata must be at most {n} bytes of JSON",
-                {"n": MAX_METADATA_BYTES},
-            )
-        obs_type = info.data.get("type")
-        if isinstance(obs_type, ObservationType):
-            for key, kind in REQUIRED_METADATA[obs_type].items():
-                if key not in value:
-                    raise PydanticCustomError(
-                        "metadata_missing",
-                        "metadata.{key} is required for {type} observations",
-                        {"key": key, "type": obs_type.value},
-                    )
-                _check_type(key, value[key], kind)
-            for key, kind in OPTIONAL_METADATA.get(obs_type, {}).items():
-                if value.get(key) is not None:
-                    _check_type(key, value[key], kind)
-        return value
 
     def to_storage_json(self) -> str:
         """Compact JSON for a store (camelCase, without the store-assigned ``seq``)."""

@@ -22,7 +22,8 @@ from engram.behaviour.consolidation import (
     with_current_confidence,
 )
 from engram.behaviour.decay import DecayStrategy, ExponentialDecay, decay_from_name
-from engram.behaviour.emission import EmissionRules, QueryEvent, ToolEvent, observations_from_events
+from engram.behaviour.emission import EmissionRules, observations_from_events
+from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.ports import BehaviourStore
 from engram.behaviour.prompt import format_memory_section

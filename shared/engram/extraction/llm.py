@@ -21,7 +21,12 @@ from engram.extraction.models import (
     Usage,
 )
 from engram.extraction.ports import ExtractionError
-from engram.extraction.sanitize import MAX_VALUE_CHARS, looks_like_instruction, looks_secret
+from engram.extraction.sanitize import (
+    MAX_KEY_CHARS,
+    MAX_VALUE_CHARS,
+    looks_like_instruction,
+    looks_secret,
+)
 
 TOOL_NAME = "record_memories"
 MAX_MODEL_MEMORIES = 50
@@ -62,7 +67,7 @@ def memory_output_schema() -> dict[str, Any]:
                 "items": {
                     "type": "object",
                     "properties": {
-                        "key": {"type": "string", "minLength": 1, "maxLength": 100},
+                        "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS},
                         "value": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
                         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                         "scope": {"type": "string", "enum": ["user", "persona"]},
@@ -89,10 +94,12 @@ def render_transcript(job: TranscriptJob) -> str:
     """The transcript as data: one JSON object per line between <transcript> tags.
 
     ``<``, ``>`` and ``&`` are JSON-escaped, so no message can close the block or forge a tag.
+    ``tool`` messages are left out: a tool's output is not something the user said.
     """
     lines = [
         json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False).translate(_ANGLE)
         for m in job.messages
+        if m.role != "tool"
     ]
     return (
         f"Extract memories from this transcript with `{TOOL_NAME}`.\n"

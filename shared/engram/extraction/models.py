@@ -5,22 +5,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from engram.extraction.sanitize import (
-    MAX_KEY_CHARS,
-    MAX_VALUE_CHARS,
-    normalise_key,
-    sanitise_value,
-)
+from engram import limits
+from engram.extraction.sanitize import normalise_key, sanitise_value
+from engram.fields import EpochMs, Identifier, InputModel, MessageText
 
-MAX_MESSAGE_CHARS = 8000
-MAX_MESSAGES = 500
+MAX_MESSAGE_CHARS = limits.MAX_MESSAGE_CHARS
+MAX_MESSAGES = limits.MAX_TRANSCRIPT_MESSAGES
 
-Role = Literal["user", "assistant", "system"]
+#: ``tool`` messages are accepted and queued; extractors learn nothing from them (a tool's
+#: output is not something the user said).
+Role = Literal["user", "assistant", "system", "tool"]
 
 
 class ProposalScope(StrEnum):
@@ -35,14 +34,20 @@ class _Model(BaseModel):
     )
 
 
-EpochMs = Annotated[int, Field(ge=0, le=253_402_300_799_999)]
-Id = Annotated[str, Field(min_length=1, max_length=256)]
+class TranscriptMessage(InputModel):
+    """One message of a transcript: what ``POST /v1/conversations/{id}/transcript`` takes,
+    and what the extraction job carries."""
 
-
-class TranscriptMessage(_Model):
     role: Role
-    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    content: MessageText
     at: EpochMs | None = None
+
+
+class TranscriptRequest(InputModel):
+    """The body of ``POST /v1/conversations/{conversationId}/transcript``."""
+
+    persona_id: Identifier | None = None
+    messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
 
 
 class TranscriptJob(_Model):
@@ -56,11 +61,11 @@ class TranscriptJob(_Model):
         alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
     )
 
-    job_id: Id
-    conversation_id: Id
-    team_id: Id
-    user_id: Id
-    persona_id: Id | None = None
+    job_id: Identifier
+    conversation_id: Identifier
+    team_id: Identifier
+    user_id: Identifier
+    persona_id: Identifier | None = None
     messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     queued_at: EpochMs
 
@@ -86,7 +91,7 @@ class TranscriptJob(_Model):
                 "userId": user_id,
                 "personaId": persona_id,
                 "messages": [
-                    m.model_dump() if isinstance(m, TranscriptMessage) else dict(m)
+                    m.model_dump(by_alias=True) if isinstance(m, TranscriptMessage) else dict(m)
                     for m in messages
                 ],
                 "queuedAt": queued_at,
@@ -101,11 +106,11 @@ class TranscriptJob(_Model):
 class Proposal(_Model):
     """A proposed memory. ``key`` is normalised and ``value`` sanitised on construction."""
 
-    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS)
-    value: str = Field(min_length=1, max_length=MAX_VALUE_CHARS)
+    key: str = Field(min_length=1, max_length=limits.MAX_KEY_CHARS)
+    value: str = Field(min_length=1, max_length=limits.MAX_VALUE_CHARS)
     confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     scope: ProposalScope
-    source_channel_id: Id
+    source_channel_id: Identifier
 
     @field_validator("key", mode="before")
     @classmethod

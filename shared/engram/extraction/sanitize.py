@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-MAX_KEY_CHARS = 100
+from engram import limits
+
+MAX_KEY_CHARS = limits.MAX_KEY_CHARS
 MAX_KEY_WORDS = 6
-MAX_VALUE_CHARS = 2000
+MAX_VALUE_CHARS = limits.MAX_VALUE_CHARS
 
 _KEY_SEPARATORS = re.compile(r"[_\-/\\:;.,|=()\[\]{}\"`]+")
 _KEY_DISALLOWED = re.compile(r"[^\w\s'+#&]", re.UNICODE)

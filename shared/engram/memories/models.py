@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-KEY_MAX = 100
-VALUE_MAX = 2000
-QUERY_MAX = 1000
-MAX_RESULTS_MAX = 100
-ID_MAX = 256
+from engram import limits
+from engram.memories.inputs import ExtractionConfig, RetentionRule
+
+KEY_MAX = limits.MAX_KEY_CHARS
+VALUE_MAX = limits.MAX_VALUE_CHARS
+ID_MAX = limits.MAX_ID_CHARS
 
 
 class Scope(StrEnum):
@@ -40,16 +41,18 @@ class CamelModel(BaseModel):
 
 
 class Memory(CamelModel):
-    """One explicit memory. ``team_id`` is internal; it is never part of the JSON."""
+    """One explicit memory as stored. ``team_id`` is internal; it is never part of the JSON.
+    Ids are not length-checked here: what was stored is read back as it is (writes go
+    through ``NewMemory``)."""
 
-    id: str = Field(min_length=1, max_length=ID_MAX)
+    id: str = Field(min_length=1)
     scope: Scope
-    owner_id: str = Field(min_length=1, max_length=ID_MAX)
-    user_id: str | None = Field(default=None, max_length=ID_MAX)
-    team_id: str = Field(min_length=1, max_length=ID_MAX, exclude=True)
+    owner_id: str = Field(min_length=1)
+    user_id: str | None = None
+    team_id: str = Field(min_length=1, exclude=True)
     key: str = Field(min_length=1, max_length=KEY_MAX)
     value: str = Field(min_length=1, max_length=VALUE_MAX)
-    source_channel_id: str | None = Field(default=None, max_length=ID_MAX)
+    source_channel_id: str | None = None
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     status: Status = Status.ACTIVE
     created_at: datetime
@@ -96,47 +99,15 @@ class RecallRequest(CamelModel):
     user_id: str
     persona_id: str | None = None
     query: str = ""
-    limit: int = Field(default=20, ge=1, le=MAX_RESULTS_MAX)
+    limit: int = Field(default=limits.DEFAULT_RECALL_RESULTS, ge=1, le=limits.MAX_RECALL_RESULTS)
     embedding: list[float] | None = None
-
-
-class ExtractionConfig(CamelModel):
-    enabled: bool = False
-    prompt: str | None = Field(default=None, max_length=8000)
-
-
-RETENTION_DAYS_MAX = 36_500
-RetentionDays = Annotated[int, Field(ge=1, le=RETENTION_DAYS_MAX)]
-
-
-class RetentionRule(CamelModel):
-    """Memory retention of a team or a persona: archive active memories untouched for
-    ``archive_after_days``; hard-delete archived ones untouched for
-    ``delete_archived_after_days``. ``None``: no such rule."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, strict=True
-    )
-
-    archive_after_days: RetentionDays | None = None
-    delete_archived_after_days: RetentionDays | None = None
-
-
-class PersonaConfig(CamelModel):
-    """The body of ``PUT /v1/personas/{personaId}``. ``retention`` left out: the persona's
-    retention stays as it is; ``None``: no rules."""
-
-    allowed_groups: list[str] = Field(default_factory=list, max_length=100)
-    memory_enabled: bool = True
-    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
-    retention: RetentionRule | None = None
 
 
 class Persona(CamelModel):
     """A persona's memory settings. ``allowed_groups`` empty: every user of the team."""
 
-    persona_id: str = Field(min_length=1, max_length=ID_MAX)
-    team_id: str = Field(min_length=1, max_length=ID_MAX, exclude=True)
+    persona_id: str = Field(min_length=1)
+    team_id: str = Field(min_length=1, exclude=True)
     allowed_groups: list[str] = Field(default_factory=list)
     memory_enabled: bool = True
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)

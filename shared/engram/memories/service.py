@@ -9,32 +9,37 @@ Errors are ``engram.errors``: ``InvalidInput`` (naming the camelCase field), ``N
 from __future__ import annotations
 
 import logging
-import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from engram.clock import Clock, SystemClock
 from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
+from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
+from engram.memories.cursors import CursorSigner
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
+from engram.memories.inputs import (
+    ApproveRequest,
+    MemoryPatchRequest,
+    MemoryRecallQuery,
+    MemorySaveRequest,
+    PersonaRequest,
+    RetentionRule,
+    ReviewListQuery,
+    TeamSettingsRequest,
+)
 from engram.memories.models import (
-    ID_MAX,
-    KEY_MAX,
-    MAX_RESULTS_MAX,
-    QUERY_MAX,
-    VALUE_MAX,
     Memory,
     MemoryFilter,
     MemoryPage,
     NewMemory,
     Persona,
-    PersonaConfig,
     RecallRequest,
-    RetentionRule,
     ReviewAction,
     Scope,
     Status,
@@ -61,43 +66,21 @@ log = logging.getLogger(__name__)
 HINT_RECALL_LIMIT = 100
 
 
-def _text(value: object, field: str, max_len: int, *, required: bool = True) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be a string")
-    if required and not value.strip():
-        raise InvalidInput(field, "must not be empty")
-    if len(value) > max_len:
-        raise InvalidInput(field, f"must be at most {max_len} characters (got {len(value)})")
-    if "\x00" in value:
-        raise InvalidInput(field, "must not contain NUL characters")
-    return value
+T = TypeVar("T")
+_ID: TypeAdapter[str] = TypeAdapter(Identifier)
+_KEY: TypeAdapter[str] = TypeAdapter(MemoryKey)
+_VALUE: TypeAdapter[str] = TypeAdapter(MemoryValue)
+_CONFIDENCE: TypeAdapter[float] = TypeAdapter(Confidence)
 
 
-def _opt_id(value: object, field: str) -> str | None:
-    if value is None:
-        return None
-    return _text(value, field, ID_MAX)
-
-
-def _confidence(value: object, field: str = "confidence") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(field, "must be a number between 0 and 1")
-    number = float(value)
-    if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise InvalidInput(field, "must be between 0 and 1")
-    return number
-
-
-def _status(value: object) -> Status:
-    if isinstance(value, Status):
-        return value
+def _checked(adapter: TypeAdapter[T], value: object, field: str) -> T:
+    """``value`` under the same field rule the request models use (for the service's own
+    jobs, whose values come from queued data rather than a request model)."""
     try:
-        return Status(str(value))
-    except ValueError:
-        raise InvalidInput("status", "use active, pending_review or archived") from None
+        return adapter.validate_python(value, strict=True)
+    except ValidationError as exc:
+        raise invalid_from(exc, prefix=field) from None
 
-
-_KEEP: Any = object()  # "left out" for optional settings that keep their stored value
 
 ProposalOutcome = Literal["created", "refreshed", "dropped"]
 
@@ -128,12 +111,16 @@ class MemoryService:
         embedder: Embedder | None = None,
         settings: Settings | None = None,
         clock: Clock | None = None,
+        cursors: CursorSigner | None = None,
     ) -> None:
+        """``cursors`` signs review cursors with the deployment's key (the composition root
+        passes it); without one, a key only this process knows."""
         self._store = store
         self._personas = personas
         self._embedder = embedder
         self._settings = settings or get_settings()
         self._clock = clock or SystemClock()
+        self._cursors = cursors or CursorSigner()
 
     # --- switches and access ----------------------------------------------------------------
     def _persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
@@ -192,33 +179,19 @@ class MemoryService:
     def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
         """Raise what a save with this persona would: ``Forbidden`` when the persona is not
         open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
-        team or for the persona. ``InvalidInput`` (``personaId``) for a malformed id."""
-        persona = _opt_id(persona_id, "personaId")
+        team or for the persona. ``persona_id`` is a validated id (``TranscriptRequest``)."""
         ctx = context_for(caller)
-        persona_cfg = self._persona(ctx, persona)
-        if persona and not persona_allows(caller, persona_cfg):
+        persona_cfg = self._persona(ctx, persona_id)
+        if persona_id and not persona_allows(caller, persona_cfg):
             raise Forbidden("this persona is not available to the caller's groups")
         if not self._enabled(ctx, persona_cfg):
             raise MemoryDisabled("memory is switched off for this team or persona")
 
-    def save(
-        self,
-        caller: Caller,
-        *,
-        key: object,
-        value: object,
-        confidence: object = None,
-        persona_id: object = None,
-        source_channel_id: object = None,
-        scope: object = None,
-    ) -> tuple[Memory, bool]:
+    def save(self, caller: Caller, request: MemorySaveRequest) -> tuple[Memory, bool]:
         """Create or update (same scope, owner, user and key) an active memory."""
-        key_s = _text(key, "key", KEY_MAX)
-        value_s = _text(value, "value", VALUE_MAX)
-        conf = 1.0 if confidence is None else _confidence(confidence)
-        persona = _opt_id(persona_id, "personaId")
-        channel = _opt_id(source_channel_id, "sourceChannelId")
-        target = save_target(caller, persona, parse_scope(scope))
+        key_s, value_s, persona = request.key, request.value, request.persona_id
+        conf = 1.0 if request.confidence is None else request.confidence
+        target = save_target(caller, persona, parse_scope(request.scope))
         ctx = context_for(caller)
         persona_cfg = self._persona(ctx, persona)
         if persona and not persona_allows(caller, persona_cfg):
@@ -234,7 +207,7 @@ class MemoryService:
                 team_id=caller.team_id,
                 key=key_s,
                 value=value_s,
-                source_channel_id=channel,
+                source_channel_id=request.source_channel_id,
                 confidence=conf,
                 status=Status.ACTIVE,
                 embedding=self._embed(f"{key_s}: {value_s}"),
@@ -251,21 +224,9 @@ class MemoryService:
                 )
         return memory, created
 
-    def recall(
-        self,
-        caller: Caller,
-        *,
-        query: object = "",
-        max_results: object = 20,
-        persona_id: object = None,
-    ) -> list[Memory]:
+    def recall(self, caller: Caller, request: MemoryRecallQuery) -> list[Memory]:
         """Scope-merged recall; empty when memory is off or the persona is not allowed."""
-        query_s = _text(query if query is not None else "", "query", QUERY_MAX, required=False)
-        if isinstance(max_results, bool) or not isinstance(max_results, int):
-            raise InvalidInput("maxResults", "must be an integer")
-        if not 1 <= max_results <= MAX_RESULTS_MAX:
-            raise InvalidInput("maxResults", f"must be between 1 and {MAX_RESULTS_MAX}")
-        persona = _opt_id(persona_id, "personaId")
+        query_s, persona = request.query or "", request.persona_id
         ctx = context_for(caller)
         persona_cfg = self._persona(ctx, persona)
         if persona and not persona_allows(caller, persona_cfg):
@@ -279,7 +240,7 @@ class MemoryService:
                 user_id=caller.user_id,
                 persona_id=persona,
                 query=query_s,
-                limit=max_results,
+                limit=request.max_results,
                 embedding=self._embed(query_s),
             ),
         )
@@ -287,7 +248,7 @@ class MemoryService:
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""
         memories = self.recall(
-            caller, query="", max_results=HINT_RECALL_LIMIT, persona_id=persona_id
+            caller, MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
         )
         cap = min(self._settings.memory_hint_max_chars, DEFAULT_MAX_CHARS)
         return build_memory_hint(memories, cap)
@@ -299,26 +260,28 @@ class MemoryService:
         self,
         caller: Caller,
         name: str,
-        arguments: object,
+        arguments: Mapping[str, Any],
         *,
         persona_id: str | None = None,
         source_channel_id: str | None = None,
     ) -> ToolResult:
-        """Run a model's tool call. Bad arguments raise ``InvalidInput`` naming the argument;
-        an unknown tool raises ``NotFound``; a disabled memory gives ``ok=False`` text.
-        ``source_channel_id`` (the conversation the call came from) is the provenance of a
-        ``memory_save``; ``memory_recall`` ignores it."""
+        """Run a model's tool call: ``arguments`` are validated here, as the tool's arguments
+        model (``MemorySaveArgs`` / ``MemoryRecallArgs``); bad ones raise ``InvalidInput``
+        naming the argument. ``persona_id`` and ``source_channel_id`` are validated ids
+        (``ToolCallRequest``). An unknown tool raises ``NotFound``; a disabled memory gives
+        ``ok=False`` text. ``source_channel_id`` (the conversation the call came from) is the
+        provenance of a ``memory_save``; ``memory_recall`` ignores it."""
         if name == SAVE:
             args = parse_save_args(arguments)
+            request = MemorySaveRequest(
+                key=args.key,
+                value=args.value,
+                confidence=args.confidence,
+                persona_id=persona_id,
+                source_channel_id=source_channel_id,
+            )
             try:
-                memory, created = self.save(
-                    caller,
-                    key=args.key,
-                    value=args.value,
-                    confidence=args.confidence,
-                    persona_id=persona_id,
-                    source_channel_id=source_channel_id,
-                )
+                memory, created = self.save(caller, request)
             except MemoryDisabled as exc:
                 return ToolResult(
                     name=name,
@@ -336,7 +299,10 @@ class MemoryService:
         if name == RECALL:
             rargs = parse_recall_args(arguments)
             found = self.recall(
-                caller, query=rargs.query, max_results=rargs.max_results, persona_id=persona_id
+                caller,
+                MemoryRecallQuery(
+                    query=rargs.query, max_results=rargs.max_results, persona_id=persona_id
+                ),
             )
             return ToolResult(name=name, ok=True, text=recall_result_text(found), memories=found)
         raise NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
@@ -344,24 +310,27 @@ class MemoryService:
     # --- one memory ------------------------------------------------------------------------
     def get(self, caller: Caller, memory_id: str) -> Memory:
         ctx = context_for(caller)
-        return self._visible(caller, ctx, self._store.get(ctx, _text(memory_id, "id", ID_MAX)))
+        return self._visible(caller, ctx, self._store.get(ctx, memory_id))
 
-    def update(
+    def update(self, caller: Caller, memory_id: str, patch: MemoryPatchRequest) -> Memory:
+        """Edit a memory's key, value or confidence (``PATCH /v1/memories/{id}``)."""
+        return self._change(
+            caller, memory_id, key=patch.key, value=patch.value, confidence=patch.confidence
+        )
+
+    def _change(
         self,
         caller: Caller,
         memory_id: str,
         *,
-        value: object = None,
-        key: object = None,
-        confidence: object = None,
-        status: object = None,
+        key: str | None = None,
+        value: str | None = None,
+        confidence: float | None = None,
+        status: Status | None = None,
     ) -> Memory:
         ctx = context_for(caller)
         before = self.get(caller, memory_id)
-        key_s = None if key is None else _text(key, "key", KEY_MAX)
-        value_s = None if value is None else _text(value, "value", VALUE_MAX)
-        conf = None if confidence is None else _confidence(confidence)
-        new_status = None if status is None else _status(status)
+        key_s, value_s = key, value
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins edit persona-scope memories")
         embedding = None
@@ -372,8 +341,8 @@ class MemoryService:
             before.id,
             key=key_s,
             value=value_s,
-            confidence=conf,
-            status=new_status,
+            confidence=confidence,
+            status=status,
             embedding=embedding,
         )
         if after is None:
@@ -391,16 +360,15 @@ class MemoryService:
         self._audit(ctx, before.id, "delete", before, None)
 
     def archive(self, caller: Caller, memory_id: str) -> Memory:
-        return self.update(caller, memory_id, status=Status.ARCHIVED)
+        return self._change(caller, memory_id, status=Status.ARCHIVED)
 
     # --- personas and switches --------------------------------------------------------------
-    def put_persona(
-        self, caller: Caller, persona_id: str, config: PersonaConfig | dict[str, Any]
-    ) -> Persona:
+    def put_persona(self, caller: Caller, persona_id: str, cfg: PersonaRequest) -> Persona:
+        """Team admins. ``cfg.retention`` left out: the persona's retention stays as it is;
+        ``None``: no rules."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins configure personas")
-        pid = _text(persona_id, "personaId", ID_MAX)
-        cfg = config if isinstance(config, PersonaConfig) else _persona_config(config)
+        pid = persona_id
         ctx = context_for(caller)
         if "retention" in cfg.model_fields_set:
             retention = cfg.retention or RetentionRule()
@@ -424,8 +392,7 @@ class MemoryService:
         work, with the defaults (``persona_settings``)."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins read persona settings")
-        pid = _text(persona_id, "personaId", ID_MAX)
-        found = self._personas.get_persona(context_for(caller), pid)
+        found = self._personas.get_persona(context_for(caller), persona_id)
         if found is None:
             raise NotFound("persona not found")
         return found
@@ -435,24 +402,22 @@ class MemoryService:
         found = self._personas.get_persona(system_context(team_id), persona_id)
         return found or Persona(persona_id=persona_id, team_id=team_id)
 
-    def put_team_settings(
-        self, caller: Caller, *, memory_enabled: object, retention: object = _KEEP
-    ) -> TeamSettings:
-        """Team admins. ``retention`` (a ``RetentionRule``, its camelCase dict, or ``None`` for
-        no rules) left out: the team's retention stays as it is."""
+    def put_team_settings(self, caller: Caller, request: TeamSettingsRequest) -> TeamSettings:
+        """Team admins. ``request.retention`` left out: the team's retention stays as it is;
+        ``None``: no rules."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins change team settings")
-        if not isinstance(memory_enabled, bool):
-            raise InvalidInput("memoryEnabled", "must be true or false")
         ctx = context_for(caller)
-        if retention is _KEEP:
+        if "retention" in request.model_fields_set:
+            rule = request.retention or RetentionRule()
+        else:
             current = self._personas.get_team_settings(ctx)
             rule = current.retention if current else RetentionRule()
-        else:
-            rule = _retention_rule(retention)
         return self._personas.put_team_settings(
             ctx,
-            TeamSettings(team_id=caller.team_id, memory_enabled=memory_enabled, retention=rule),
+            TeamSettings(
+                team_id=caller.team_id, memory_enabled=request.memory_enabled, retention=rule
+            ),
         )
 
     def get_team_settings(self, caller: Caller) -> TeamSettings:
@@ -497,41 +462,38 @@ class MemoryService:
             raise Forbidden("only team admins review memories")
         return context_for(caller)
 
-    def list_pending(
-        self,
-        caller: Caller,
-        *,
-        persona_id: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> MemoryPage:
+    def list_pending(self, caller: Caller, query: ReviewListQuery | None = None) -> MemoryPage:
+        """One page of the team's pending memories, oldest first. ``next_cursor`` is signed
+        (``engram.memories.cursors``) for this team and persona filter; a ``cursor`` this
+        service did not issue for the same listing raises ``InvalidInput("cursor")``."""
+        query = query or ReviewListQuery()
         ctx = self._admin(caller)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput("limit", "must be an integer between 1 and 1000")
-        return self._store.list_memories(
+        listing = ("review", caller.team_id, query.persona_id or "")
+        page = self._store.list_memories(
             ctx,
             MemoryFilter(
                 team_id=caller.team_id,
                 status=Status.PENDING_REVIEW,
-                persona_id=_opt_id(persona_id, "personaId"),
-                limit=limit,
-                cursor=_opt_id(cursor, "cursor"),
+                persona_id=query.persona_id,
+                limit=query.limit,
+                cursor=self._cursors.open(query.cursor, *listing),
             ),
+        )
+        return page.model_copy(
+            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
         )
 
     def _pending(self, ctx: AccessContext, memory_id: str) -> Memory:
-        found = self._store.get(ctx, _text(memory_id, "id", ID_MAX))
+        found = self._store.get(ctx, memory_id)
         if found is None or found.status is not Status.PENDING_REVIEW:
             raise NotFound("no pending memory with this id")
         return found
 
-    def approve(
-        self, caller: Caller, memory_id: str, *, key: object = None, value: object = None
-    ) -> Memory:
+    def approve(self, caller: Caller, memory_id: str, edit: ApproveRequest | None = None) -> Memory:
+        """Approve a pending memory, first applying ``edit`` (a new key and/or value)."""
         ctx = self._admin(caller)
         before = self._pending(ctx, memory_id)
-        key_s = None if key is None else _text(key, "key", KEY_MAX)
-        value_s = None if value is None else _text(value, "value", VALUE_MAX)
+        key_s, value_s = (edit.key, edit.value) if edit is not None else (None, None)
         after = self._store.update(
             ctx,
             before.id,
@@ -610,13 +572,15 @@ class MemoryService:
         write itself, so an erasure that lands between the job's own check and this write
         cannot leave a new pending row behind. The store must be an
         :class:`ErasureGuardedStore` (``TypeError`` otherwise: never written unchecked)."""
-        team = _text(team_id, "teamId", ID_MAX)
-        user = _text(user_id, "userId", ID_MAX)
-        persona = _opt_id(persona_id, "personaId")
-        key_s = _text(key, "key", KEY_MAX)
-        value_s = _text(value, "value", VALUE_MAX)
-        conf = _confidence(confidence)
-        channel = _opt_id(source_channel_id, "sourceChannelId")
+        team = _checked(_ID, team_id, "teamId")
+        user = _checked(_ID, user_id, "userId")
+        persona = None if persona_id is None else _checked(_ID, persona_id, "personaId")
+        key_s = _checked(_KEY, key, "key")
+        value_s = _checked(_VALUE, value, "value")
+        conf = _checked(_CONFIDENCE, confidence, "confidence")
+        channel = source_channel_id
+        if channel is not None:
+            channel = _checked(_ID, channel, "sourceChannelId")
         system = Caller(user_id=user, team_id=team, is_team_admin=True, is_service=True)
         target = save_target(system, persona, parse_scope(scope))
         ctx = system_context(team, user)
@@ -687,21 +651,3 @@ class MemoryService:
                 else never
             ),
         )
-
-
-def _retention_rule(raw: object) -> RetentionRule:
-    if raw is None:
-        return RetentionRule()
-    if isinstance(raw, RetentionRule):
-        return raw
-    try:
-        return RetentionRule.model_validate(raw)
-    except ValidationError as exc:
-        raise invalid_from(exc, prefix="retention.") from None
-
-
-def _persona_config(raw: dict[str, Any]) -> PersonaConfig:
-    try:
-        return PersonaConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise invalid_from(exc) from None

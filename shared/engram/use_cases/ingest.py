@@ -50,17 +50,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engram.api.models import (
-    MAX_IDEMPOTENCY_KEY_CHARS,
-    EventsRequest,
-    ObservationsRequest,
-    TranscriptRequest,
-)
-from engram.behaviour.emission import EmissionRules, QueryEvent, ToolEvent, observations_from_events
-from engram.behaviour.models import Observation, parse_observations
+from pydantic import TypeAdapter, ValidationError
+
+from engram.behaviour.emission import EmissionRules, observations_from_events
+from engram.behaviour.inputs import EventsRequest, ObservationsRequest
+from engram.behaviour.models import TRUSTED, Observation
 from engram.clock import Clock, SystemClock
 from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
-from engram.extraction.models import TranscriptJob
+from engram.extraction.models import TranscriptJob, TranscriptRequest
+from engram.fields import Identifier
 from engram.identity import Caller
 from engram.use_cases.ports import IdempotencyKeys, Limiter, MessageQueue
 
@@ -90,13 +88,15 @@ def body_digest(body: Any) -> str:
     return hashlib.sha256(_canonical(body)).hexdigest()
 
 
+_KEY: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
 def _valid_key(value: str) -> str:
-    key = value.strip()
-    if not key or len(key) > MAX_IDEMPOTENCY_KEY_CHARS or not key.isprintable():
-        raise InvalidInput(
-            "Idempotency-Key", f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} printable characters"
-        )
-    return key
+    """An ``Idempotency-Key`` is an id the client sends: the id rule (``engram.fields``)."""
+    try:
+        return _KEY.validate_python(value, strict=True)
+    except ValidationError as exc:
+        raise InvalidInput("Idempotency-Key", str(exc.errors()[0]["msg"])) from None
 
 
 def _derived_id(batch: str, index: int) -> str:
@@ -194,13 +194,15 @@ class IngestService:
             created = item.get("createdAt")
             if created is not None:
                 self._check_created_at(index, created, now)
-        parsed = parse_observations(
-            [{"createdAt": now, **item} for item in items], identity_id=caller.identity_id
-        )
         batch = self._batch_id(caller, "observations", items, idempotency_key, now)
+        # the request model checked every item (metadata per type included)
         observations = [
-            o if "id" in item else o.model_copy(update={"id": _derived_id(batch, index)})
-            for index, (o, item) in enumerate(zip(parsed, items, strict=True))
+            Observation.model_validate(
+                {"createdAt": now, "id": _derived_id(batch, index), **item}
+                | {"identityId": caller.identity_id},
+                context=TRUSTED,
+            )
+            for index, item in enumerate(items)
         ]
         return self._queue(caller, observations)
 
@@ -216,14 +218,10 @@ class IngestService:
         self, caller: Caller, request: EventsRequest, *, idempotency_key: str | None = None
     ) -> Accepted:
         raw = [e.model_dump(by_alias=True, exclude_none=True) for e in request.events]
-        events: list[QueryEvent | ToolEvent] = [
-            QueryEvent.model_validate(e) if e["kind"] == "query" else ToolEvent.model_validate(e)
-            for e in raw
-        ]
         now = self.clock.now_ms()
         batch = self._batch_id(caller, "events", raw, idempotency_key, now)
         observations = observations_from_events(
-            caller.identity_id, events, now_ms=now, rules=self.rules, batch_id=batch
+            caller.identity_id, request.events, now_ms=now, rules=self.rules, batch_id=batch
         )
         return self._queue(caller, observations)
 
@@ -241,7 +239,7 @@ class IngestService:
             team_id=caller.team_id,
             user_id=caller.user_id,
             persona_id=request.persona_id,
-            messages=[m.model_dump(by_alias=True, exclude_none=True) for m in request.messages],
+            messages=request.messages,
             queued_at=self.clock.now_ms(),
         )
         self._send(self.extraction_queue, [job.to_json()], "extraction")

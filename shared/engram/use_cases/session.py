@@ -24,6 +24,7 @@ from engram.api.models import SessionResponse, SessionSections
 from engram.behaviour.service import BehaviourService, MemoryLoad
 from engram.identity import Caller
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
+from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory
 from engram.memories.service import MemoryService
 from engram.use_cases.convert import fact_out, memory_out
@@ -76,11 +77,14 @@ class SessionService:
 
     def _recall(self, caller: Caller, persona_id: str | None, query: str | None) -> Recalled:
         service = self._memories()
-        top = service.recall(caller, query="", max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
+        top = service.recall(
+            caller, MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
+        )
         hint = build_memory_hint(top, self.hint_max_chars)
         if query:
             found = service.recall(
-                caller, query=query, max_results=SESSION_MEMORIES, persona_id=persona_id
+                caller,
+                MemoryRecallQuery(query=query, max_results=SESSION_MEMORIES, persona_id=persona_id),
             )
         else:
             found = top[:SESSION_MEMORIES]

@@ -16,7 +16,7 @@ KINDS = [
     ("tool_success", {"toolName": "a", "durationMs": 1}),
     ("tool_success", {"toolName": "b:c", "durationMs": 1}),
     ("tool_failure", {"toolName": "a", "durationMs": 1, "error": "x"}),
-    ("entity_access", {"entityType": "account", "entityId": "1:2", "entityName": "Ä\n#"}),
+    ("entity_access", {"entityType": "account", "entityId": "1:2", "entityName": "Ä #*"}),
     ("entity_access", {"entityType": "account", "entityId": "1:2"}),
     ("query_pattern", {"domain": "royalty", "query": "q"}),
 ]

@@ -92,7 +92,7 @@ def test_consolidation_matches_the_in_memory_reference(
                 make_obs("tool_success", "get_account", identity=identity),
                 make_obs("tool_failure", "get_account", identity=identity),
                 make_obs("tool_success", f"t{day % 3}", identity=identity),
-                make_obs("entity_access", ("account", "42", "Acme ☃\n\x1f# x"), identity=identity),
+                make_obs("entity_access", ("account", "42", "Acme ☃ # x *y*"), identity=identity),
                 make_obs("entity_access", ("schema_table", f"DB.S.T{day % 2}"), identity=identity),
                 make_obs("query_pattern", "royalty" if day % 2 else "revenue", identity=identity),
             ]

@@ -11,6 +11,7 @@ from tests.integration.maintenance.conftest import World
 from engram.extraction import ExtractionResult, Proposal, ProposalScope, TranscriptJob
 from engram.local.server import FakeLambdaContext
 from engram.memories.hint import CLOSE_TAG, OPEN_TAG
+from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory, Status
 
 
@@ -57,7 +58,7 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
 
     memories.approve(boss, found["preferred editor"].id)
     memories.reject(boss, found["preference dark mode"].id)
-    recalled = memories.recall(alice, query="editor")
+    recalled = memories.recall(alice, MemoryRecallQuery(query="editor"))
     assert [(m.key, m.value) for m in recalled] == [("preferred editor", "vim")]
     assert 'preferred editor: "vim"' in memories.build_hint(alice)
 
@@ -77,9 +78,9 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
     assert again["release"].source_channel_id == "conv-2"
     rejected = memories.get(boss, found["preference dark mode"].id)
     assert rejected.status is Status.ARCHIVED
-    assert [(m.key, m.value) for m in memories.recall(alice, query="editor")] == [
-        ("preferred editor", "vim")
-    ]
+    assert [
+        (m.key, m.value) for m in memories.recall(alice, MemoryRecallQuery(query="editor"))
+    ] == [("preferred editor", "vim")]
 
 
 def test_prompt_injection_yields_no_instruction_memory(world: World) -> None:

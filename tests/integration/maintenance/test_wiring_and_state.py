@@ -17,6 +17,7 @@ from engram.adapters.transcript_queue import SqsTranscriptQueue
 from engram.bootstrap import Container
 from engram.local.server import FakeLambdaContext
 from engram.maintenance.wiring import transcript_queue
+from engram.memories.inputs import MemorySaveRequest
 from engram.memories.ports import AccessContext
 from engram.settings import Settings
 
@@ -24,7 +25,7 @@ from engram.settings import Settings
 def test_frequent_runs_skip_retention_daily_and_local_runs_include_it(world: World) -> None:
     memories = world.container.memories
     world.clock.advance(days=-30)
-    memories.save(world.caller("alice"), key="editor", value="vim")
+    memories.save(world.caller("alice"), MemorySaveRequest(key="editor", value="vim"))
     world.clock.advance(days=30)
     PostgresRetentionPolicies(world.container.database).set_policy(
         AccessContext(team_id="acme", user_id="boss", elevated=True), archive_after_days=7
@@ -68,7 +69,9 @@ def test_redis_down_the_run_fails_soft_and_postgres_tasks_go_on(
     retention, the erasure backstop of memories and extraction (erasure log on PostgreSQL)
     still run."""
     world.clock.advance(days=-30)
-    world.container.memories.save(world.caller("alice"), key="editor", value="vim")
+    world.container.memories.save(
+        world.caller("alice"), MemorySaveRequest(key="editor", value="vim")
+    )
     world.clock.advance(days=30)
     PostgresRetentionPolicies(world.container.database).set_policy(
         AccessContext(team_id="acme", user_id="boss", elevated=True), archive_after_days=7

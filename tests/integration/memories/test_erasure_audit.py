@@ -8,6 +8,7 @@ import psycopg
 from tests.integration.memories.conftest import Backend
 
 from engram.identity import Caller
+from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, MemorySaveRequest
 from engram.memories.models import ERASED_ACTOR, Scope
 from engram.memories.ports import AccessContext
 
@@ -23,10 +24,10 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
 ) -> None:
     svc = backend.service()
     # alice's own memories: edited, deleted, and one proposal a team admin approved
-    kept, _ = svc.save(ALICE, key="diagnosis", value="private medical detail")
-    svc.update(ALICE, kept.id, value="another private detail")
-    gone, _ = svc.save(ALICE, key="address", value="private street 1")
-    svc.update(ALICE, gone.id, value="private street 2")
+    kept, _ = svc.save(ALICE, MemorySaveRequest(key="diagnosis", value="private medical detail"))
+    svc.update(ALICE, kept.id, MemoryPatchRequest(value="another private detail"))
+    gone, _ = svc.save(ALICE, MemorySaveRequest(key="address", value="private street 1"))
+    svc.update(ALICE, gone.id, MemoryPatchRequest(value="private street 2"))
     svc.delete(ALICE, gone.id)
     proposal = svc.propose("t1", "alice", "chef", "allergy", "private peanuts", 0.8, "c1")
     assert proposal is not None
@@ -35,10 +36,12 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
     # bob's memory, edited by bob and (as a team admin) reviewed by alice: stays
     bobs = svc.propose("t1", "bob", None, "pet", "a cat", 0.8, "c2")
     assert bobs is not None
-    svc.approve(ALICE_ADMIN, bobs.id, value="a black cat")
-    svc.update(BOB, bobs.id, value="two cats")
-    team_memory, _ = svc.save(ROOT, key="menu", value="soup", persona_id="chef", scope="persona")
-    svc.update(ALICE_ADMIN, team_memory.id, value="soup and bread")
+    svc.approve(ALICE_ADMIN, bobs.id, ApproveRequest(value="a black cat"))
+    svc.update(BOB, bobs.id, MemoryPatchRequest(value="two cats"))
+    team_memory, _ = svc.save(
+        ROOT, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona")
+    )
+    svc.update(ALICE_ADMIN, team_memory.id, MemoryPatchRequest(value="soup and bread"))
 
     svc.erase(ALICE)
 
@@ -65,8 +68,8 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
 def test_erasure_leaves_other_teams_audit_alone(backend: Backend) -> None:
     svc = backend.service()
     other = Caller(user_id="alice", team_id="t2")
-    mine, _ = svc.save(other, key="k", value="v1")
-    svc.update(other, mine.id, value="v2")
+    mine, _ = svc.save(other, MemorySaveRequest(key="k", value="v1"))
+    svc.update(other, mine.id, MemoryPatchRequest(value="v2"))
     svc.erase(ALICE)  # alice of t1
     trail = backend.store.list_actions(AccessContext("t2", "auditor", elevated=True), mine.id)
     assert [(a.action, a.actor_id) for a in trail] == [("update", "alice")]

@@ -34,6 +34,12 @@ from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.identity import Caller
 from engram.maintenance.models import ErasureRecord, RetentionPolicy
+from engram.memories.inputs import (
+    MemoryRecallQuery,
+    MemorySaveRequest,
+    PersonaRequest,
+    TeamSettingsRequest,
+)
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -119,20 +125,30 @@ def test_the_migrating_role_is_not_a_superuser_and_owns_what_it_migrated(
 
 def test_recall_full_text_match_works(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.save(ALICE, key="editor", value="vim in the terminal")
-    svc.save(ALICE, key="shell", value="zsh")
-    svc.save(ALICE, key="tone", value="formal vim lover", persona_id="helpdesk")
-    assert [m.key for m in svc.recall(ALICE, query="terminal")] == ["editor"]
-    found = {m.key for m in svc.recall(ALICE, query="vim", persona_id="helpdesk")}
+    svc.save(ALICE, MemorySaveRequest(key="editor", value="vim in the terminal"))
+    svc.save(ALICE, MemorySaveRequest(key="shell", value="zsh"))
+    svc.save(ALICE, MemorySaveRequest(key="tone", value="formal vim lover", persona_id="helpdesk"))
+    assert [m.key for m in svc.recall(ALICE, MemoryRecallQuery(query="terminal"))] == ["editor"]
+    found = {
+        m.key for m in svc.recall(ALICE, MemoryRecallQuery(query="vim", persona_id="helpdesk"))
+    }
     assert found == {"editor", "tone"}
 
 
 def test_retention_policies_of_every_team_are_listed_and_applied(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.put_team_settings(BOSS, memory_enabled=True, retention={"archiveAfterDays": 10})
-    svc.put_persona(BOSS, "helpdesk", {"retention": {"deleteArchivedAfterDays": 30}})
-    svc.put_team_settings(OTHER_BOSS, memory_enabled=True, retention={"archiveAfterDays": 5})
-    svc.save(ALICE, key="editor", value="vim")
+    svc.put_team_settings(
+        BOSS, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 10})
+    )
+    svc.put_persona(
+        BOSS,
+        "helpdesk",
+        PersonaRequest.model_validate({"retention": {"deleteArchivedAfterDays": 30}}),
+    )
+    svc.put_team_settings(
+        OTHER_BOSS, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5})
+    )
+    svc.save(ALICE, MemorySaveRequest(key="editor", value="vim"))
 
     policies = PostgresRetentionPolicies(as_migrator.db).list_policies(after=None, limit=10)
     assert policies == [
@@ -144,7 +160,7 @@ def test_retention_policies_of_every_team_are_listed_and_applied(as_migrator: As
         "acme", archive_after_days=10, delete_archived_after_days=None, now=T0 + 11 * MS_PER_DAY
     )
     assert done["archived"] == 1
-    assert svc.recall(ALICE, query="") == []
+    assert svc.recall(ALICE, MemoryRecallQuery(query="")) == []
 
 
 def test_pending_erasures_of_every_team_are_listed_and_marked_purged(
@@ -163,8 +179,8 @@ def test_pending_erasures_of_every_team_are_listed_and_marked_purged(
 
 def test_the_application_role_is_still_confined_to_its_team(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.put_persona(BOSS, "helpdesk", {"allowedGroups": ["support"]})
-    svc.put_team_settings(BOSS, memory_enabled=False)
+    svc.put_persona(BOSS, "helpdesk", PersonaRequest.model_validate({"allowedGroups": ["support"]}))
+    svc.put_team_settings(BOSS, TeamSettingsRequest(memory_enabled=False))
     store = PostgresMemoryStore(as_migrator.db, as_migrator.clock)
     other = AccessContext(team_id="globex", user_id="boss", elevated=True)
     assert store.get_persona(other, "helpdesk") is None

@@ -9,6 +9,7 @@ from tests.integration.memories.conftest import Backend
 
 from engram.errors import NotFound
 from engram.identity import Caller
+from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest, PersonaRequest
 
 BOSS = Caller(user_id="boss", team_id="t1", is_team_admin=True)
 OTHER_BOSS = Caller(user_id="boss", team_id="t2", is_team_admin=True)
@@ -17,7 +18,11 @@ ALICE_T2 = Caller(user_id="alice", team_id="t2")
 
 def test_a_persona_never_configured_in_the_callers_team_is_not_found(backend: Backend) -> None:
     svc = backend.service()
-    svc.put_persona(BOSS, "helpdesk", {"allowedGroups": ["support"], "memoryEnabled": False})
+    svc.put_persona(
+        BOSS,
+        "helpdesk",
+        PersonaRequest.model_validate({"allowedGroups": ["support"], "memoryEnabled": False}),
+    )
     assert svc.get_persona(BOSS, "helpdesk").allowed_groups == ["support"]
     with pytest.raises(NotFound) as other_team:
         svc.get_persona(OTHER_BOSS, "helpdesk")  # configured, but in t1
@@ -28,12 +33,18 @@ def test_a_persona_never_configured_in_the_callers_team_is_not_found(backend: Ba
 
 def test_an_unconfigured_persona_still_works_with_the_defaults(backend: Backend) -> None:
     svc = backend.service()
-    svc.put_persona(BOSS, "helpdesk", {"memoryEnabled": False})  # off in t1 only
-    saved, created = svc.save(ALICE_T2, key="tone", value="formal", persona_id="helpdesk")
+    svc.put_persona(
+        BOSS, "helpdesk", PersonaRequest.model_validate({"memoryEnabled": False})
+    )  # off in t1 only
+    saved, created = svc.save(
+        ALICE_T2, MemorySaveRequest(key="tone", value="formal", persona_id="helpdesk")
+    )
     assert created
-    assert [m.key for m in svc.recall(ALICE_T2, query="", persona_id="helpdesk")] == ["tone"]
+    assert [
+        m.key for m in svc.recall(ALICE_T2, MemoryRecallQuery(query="", persona_id="helpdesk"))
+    ] == ["tone"]
     assert "formal" in svc.build_hint(ALICE_T2, persona_id="helpdesk")
     assert svc.persona_settings("t2", "helpdesk").memory_enabled
-    svc.put_persona(OTHER_BOSS, "helpdesk", {"memoryEnabled": True})
+    svc.put_persona(OTHER_BOSS, "helpdesk", PersonaRequest.model_validate({"memoryEnabled": True}))
     assert svc.get_persona(OTHER_BOSS, "helpdesk").team_id == "t2"
     assert saved.owner_id == "helpdesk"

@@ -18,6 +18,7 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore, build_memory_service
 from engram.errors import Forbidden, Unavailable
 from engram.identity import Caller
+from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext
 from engram.settings import Settings
@@ -29,9 +30,16 @@ SHIPPED = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
 
 def _seed(b: Backend) -> None:
     svc = b.service()
-    svc.save(Caller(user_id="alice", team_id="t1"), key="secret", value="alice in t1")
-    svc.save(Caller(user_id="bob", team_id="t2"), key="secret", value="bob in t2")
-    svc.save(Caller(user_id="alice", team_id="t1"), key="pu", value="p note", persona_id="chef")
+    svc.save(
+        Caller(user_id="alice", team_id="t1"), MemorySaveRequest(key="secret", value="alice in t1")
+    )
+    svc.save(
+        Caller(user_id="bob", team_id="t2"), MemorySaveRequest(key="secret", value="bob in t2")
+    )
+    svc.save(
+        Caller(user_id="alice", team_id="t1"),
+        MemorySaveRequest(key="pu", value="p note", persona_id="chef"),
+    )
 
 
 def test_app_role_without_tenant_settings_sees_no_rows(pg_backend: Backend) -> None:
@@ -211,8 +219,8 @@ def test_build_memory_service_from_settings(database_url: str) -> None:
     service, db = build_memory_service(Settings(), conninfo=database_url)
     try:
         alice = Caller(user_id="alice", team_id="t1")
-        service.save(alice, key="lang", value="Go")
-        assert [m.value for m in service.recall(alice, query="go")] == ["Go"]
+        service.save(alice, MemorySaveRequest(key="lang", value="Go"))
+        assert [m.value for m in service.recall(alice, MemoryRecallQuery(query="go"))] == ["Go"]
     finally:
         db.close()
     bedrock, db2 = build_memory_service(Settings(embedder="bedrock"), conninfo=database_url)

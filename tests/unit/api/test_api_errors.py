@@ -152,7 +152,17 @@ def test_resolver_invalid_json_is_400() -> None:
 
 
 def test_resolver_accepts_good_input() -> None:
-    body = json.dumps({"observations": [{"type": "tool_success", "content": "x"}]})
+    body = json.dumps(
+        {
+            "observations": [
+                {
+                    "type": "tool_success",
+                    "content": "x",
+                    "metadata": {"toolName": "t", "durationMs": 1},
+                }
+            ]
+        }
+    )
     status, payload = call("POST", "/v1/observations", body)
     assert (status, payload) == (200, {"accepted": 1})
 

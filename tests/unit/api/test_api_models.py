@@ -29,8 +29,8 @@ from engram.api.models import (
 
 def fields_of(model: type[BaseModel], body: Any) -> list[str]:
     """The ``details[].field`` a client sees for ``body`` (raw JSON text, like the wire)."""
-    with pytest.raises(ValidationError) as info:
-        model.model_validate(json.loads(json.dumps(body)))
+    with pytest.raises(ValidationError) as info:  # as parse_body validates: by alias only
+        model.model_validate(json.loads(json.dumps(body)), by_alias=True, by_name=False)
     err = error_response(info.value)
     assert err.status == 422
     assert err.code == "invalid_input"
@@ -38,15 +38,16 @@ def fields_of(model: type[BaseModel], body: Any) -> list[str]:
 
 
 def obs(**overrides: Any) -> dict[str, Any]:
-    return {"type": "tool_success", "content": "ran get_account", **overrides}
+    metadata = {"toolName": "get_account", "durationMs": 3}
+    return {"type": "tool_success", "content": "ran get_account", "metadata": metadata, **overrides}
 
 
 def test_valid_observations_parse_with_camel_case() -> None:
     req = ObservationsRequest.model_validate(
-        {"observations": [obs(id="o-1", createdAt=5, metadata={"toolName": "x"})]}
+        {"observations": [obs(id="o-1", createdAt=5, metadata={"toolName": "x", "durationMs": 1})]}
     )
     assert req.observations[0].created_at == 5
-    assert req.observations[0].metadata == {"toolName": "x"}
+    assert req.observations[0].metadata == {"toolName": "x", "durationMs": 1}
 
 
 @pytest.mark.parametrize(

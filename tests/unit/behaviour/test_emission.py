@@ -9,13 +9,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from engram import ObservationType
-from engram.behaviour.emission import (
-    EmissionRules,
-    Event,
-    QueryEvent,
-    ToolEvent,
-    observations_from_events,
-)
+from engram.behaviour.emission import EmissionRules, observations_from_events
+from engram.behaviour.inputs import Event, QueryEvent, ToolEvent
 
 ID = "t:u"
 NOW = 1_767_225_600_000
@@ -77,7 +72,7 @@ def test_default_entity_rules(
 def test_an_invalid_entity_is_skipped_and_the_rest_survives() -> None:
     result = {
         "tables": [
-            {"fullName": "DB.S.\x00BAD", "name": "bad"},
+            {"fullName": "DB.S.\u202eBAD", "name": "bad"},
             {"fullName": "DB.S.T\x1b[2J", "name": "escape"},
             {"fullName": "DB.S.GOOD", "name": "good"},
         ]

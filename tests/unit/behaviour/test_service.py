@@ -10,7 +10,7 @@ import pytest
 from tests.support.observations import IDENTITY, MakeObs
 
 from engram import InMemoryBehaviourStore
-from engram.behaviour.emission import QueryEvent, ToolEvent
+from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService, MemoryLoad
 from engram.clock import FakeClock

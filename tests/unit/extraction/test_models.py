@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 from tests.unit.extraction.fakes import make_job
 
+from engram import limits
 from engram.errors import InvalidInput
 from engram.extraction import Proposal, ProposalScope, TranscriptJob, TranscriptMessage
 from engram.extraction.drain import parse_job
@@ -30,7 +31,8 @@ def test_transcript_job_round_trips_as_camel_case_json() -> None:
         ([], "messages"),
         ([{"role": "user", "content": "x"}] * 501, "messages"),
         ([{"role": "robot", "content": "x"}], "messages.0.role"),
-        ([{"role": "user", "content": "x" * 8001}], "messages.0.content"),
+        ([{"role": "user", "content": "x" * (limits.MAX_MESSAGE_CHARS + 1)}], "messages.0.content"),
+        ([{"role": "user", "content": "a\x00b"}], "messages.0.content"),
         ([{"role": "user", "content": ""}], "messages.0.content"),
         ([{"role": "user", "content": "x", "at": -1}], "messages.0.at"),
     ],

@@ -20,6 +20,7 @@ from functions.ingest import handler as ingest_fn
 from functions.memories import handler as memories_fn
 from functions.session import handler as session_fn
 
+from engram import limits
 from engram.adapters.apigateway import http_app, request, respond
 from engram.api.models import ROUTES
 from engram.bootstrap import Container, set_container
@@ -118,11 +119,12 @@ def test_path_parameter_is_percent_decoded_before_validation() -> None:
     assert body["error"]["details"] == [
         {
             "field": "id",
-            "message": "id: must be 1-128 printable characters",
+            "message": "id: must not contain control characters",
             "type": "invalid_input",
         }
     ]
-    ev = event("DELETE", "/v1/facts/" + "f" * 129, route_key="DELETE /v1/facts/{factId}")
+    too_long = "f" * (limits.MAX_FACT_ID_CHARS + 1)
+    ev = event("DELETE", "/v1/facts/" + too_long, route_key="DELETE /v1/facts/{factId}")
     status, _, body = call("memories", ev)
     assert (status, body["error"]["details"][0]["field"]) == (422, "factId")
 

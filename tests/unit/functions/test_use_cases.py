@@ -18,6 +18,7 @@ from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
 from engram.errors import InvalidInput, RateLimited, Unavailable
 from engram.identity import Caller
+from engram.memories.inputs import MemorySaveRequest
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 from engram.use_cases.ingest import IngestService
@@ -45,7 +46,7 @@ def services() -> tuple[BehaviourService, MemoryService]:
 
 def test_session_has_both_sections_in_order() -> None:
     behaviour, memories = services()
-    memories.save(ALICE, key="editor", value="helix")
+    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix"))
     behaviour.record(
         ALICE.identity_id,
         [
@@ -69,16 +70,16 @@ class SlowMemories(MemoryService):
         self.__dict__.update(inner.__dict__)
         self.gate = gate
 
-    def recall(self, caller: Caller, **kwargs: Any) -> list[Any]:
+    def recall(self, caller: Caller, request: Any) -> list[Any]:
         self.gate.wait(5)
-        return super().recall(caller, **kwargs)
+        return super().recall(caller, request)
 
 
 class BrokenMemories(MemoryService):
     def __init__(self, inner: MemoryService) -> None:
         self.__dict__.update(inner.__dict__)
 
-    def recall(self, caller: Caller, **kwargs: Any) -> list[Any]:
+    def recall(self, caller: Caller, request: Any) -> list[Any]:
         raise Unavailable("PostgreSQL is unavailable")
 
 

@@ -5,11 +5,14 @@ store."""
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
+from engram.api.errors import error_response
 from engram.clock import FakeClock
-from engram.errors import Forbidden, InvalidInput
+from engram.errors import Forbidden
 from engram.identity import Caller
+from engram.memories.inputs import PersonaRequest, TeamSettingsRequest
 from engram.memories.models import RetentionRule
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -27,24 +30,32 @@ def service() -> MemoryService:
 def test_persona_retention_kept_when_left_out_and_cleared_with_none(
     service: MemoryService,
 ) -> None:
-    set_ = service.put_persona(ADMIN, "chef", {"retention": {"archiveAfterDays": 30}})
+    set_ = service.put_persona(
+        ADMIN, "chef", PersonaRequest.model_validate({"retention": {"archiveAfterDays": 30}})
+    )
     assert set_.retention == RetentionRule(archive_after_days=30)
-    kept = service.put_persona(ADMIN, "chef", {"memoryEnabled": False})
+    kept = service.put_persona(
+        ADMIN, "chef", PersonaRequest.model_validate({"memoryEnabled": False})
+    )
     assert (kept.memory_enabled, kept.retention.archive_after_days) == (False, 30)
     assert service.get_persona(ADMIN, "chef").retention.archive_after_days == 30
-    cleared = service.put_persona(ADMIN, "chef", {"retention": None})
+    cleared = service.put_persona(ADMIN, "chef", PersonaRequest.model_validate({"retention": None}))
     assert cleared.retention == RetentionRule()
 
 
 def test_team_retention_kept_when_left_out_and_cleared_with_none(service: MemoryService) -> None:
     assert service.get_team_settings(ADMIN).retention == RetentionRule()
     rule = {"archiveAfterDays": 90, "deleteArchivedAfterDays": 30}
-    saved = service.put_team_settings(ADMIN, memory_enabled=True, retention=rule)
+    saved = service.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=rule)
+    )
     assert saved.retention == RetentionRule(archive_after_days=90, delete_archived_after_days=30)
-    kept = service.put_team_settings(ADMIN, memory_enabled=False)
+    kept = service.put_team_settings(ADMIN, TeamSettingsRequest(memory_enabled=False))
     assert kept.retention == saved.retention
     assert service.get_team_settings(ADMIN).memory_enabled is False
-    cleared = service.put_team_settings(ADMIN, memory_enabled=True, retention=None)
+    cleared = service.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=None)
+    )
     assert cleared.retention == RetentionRule()
     with pytest.raises(Forbidden):
         service.get_team_settings(ALICE)
@@ -62,10 +73,15 @@ def test_team_retention_kept_when_left_out_and_cleared_with_none(service: Memory
 def test_bad_team_retention_names_the_field_and_stores_nothing(
     service: MemoryService, rule: dict[str, object], field: str
 ) -> None:
-    service.put_team_settings(ADMIN, memory_enabled=True, retention={"archiveAfterDays": 5})
-    with pytest.raises(InvalidInput) as error:
-        service.put_team_settings(ADMIN, memory_enabled=False, retention=rule)
-    assert error.value.field == field
+    service.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5})
+    )
+    # the request model is the one rule: a bad rule never becomes a request the service sees
+    with pytest.raises(ValidationError) as error:
+        TeamSettingsRequest.model_validate(
+            {"memoryEnabled": False, "retention": rule}, by_alias=True, by_name=False
+        )
+    assert error_response(error.value).details[0]["field"] == field
     stored = service.get_team_settings(ADMIN)
     assert (stored.memory_enabled, stored.retention.archive_after_days) == (True, 5)
 

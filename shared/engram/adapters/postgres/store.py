@@ -21,16 +21,15 @@ from engram.adapters.inmemory_memories import decode_cursor, encode_cursor
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict, InvalidInput
+from engram.memories.inputs import ExtractionConfig, RetentionRule
 from engram.memories.models import (
     ERASED_ACTOR,
-    ExtractionConfig,
     Memory,
     MemoryFilter,
     MemoryPage,
     NewMemory,
     Persona,
     RecallRequest,
-    RetentionRule,
     ReviewAction,
     Scope,
     Status,

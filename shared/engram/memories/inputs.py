@@ -1,0 +1,191 @@
+"""What a client sends to explicit memories: one validation model per input.
+
+The HTTP routes validate these models (``engram.api.http.parse_body``) and ``MemoryService``
+takes them as they are: a method never re-checks a value a model already checked. The tool
+arguments a model sends (``memory_save`` / ``memory_recall``) are models too, and the tool
+definitions' JSON Schemas are generated from them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engram import limits
+from engram.fields import (
+    WHOLE,
+    Confidence,
+    Identifier,
+    InputModel,
+    MemoryKey,
+    MemoryValue,
+    Name,
+    PromptText,
+    QueryInput,
+    QueryText,
+    field_error,
+)
+from engram.memories.cursors import Cursor
+
+MemoryScope = Literal["user", "persona", "persona_user"]
+#: scopes that live under a persona, so a save in them names one
+PERSONA_SCOPES = ("persona", "persona_user")
+RetentionDays = Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_DAYS), WHOLE]
+RecallLimit = Annotated[int, Field(ge=1, le=limits.MAX_RECALL_RESULTS), WHOLE]
+ReviewLimit = Annotated[int, Field(ge=1, le=limits.MAX_REVIEW_PAGE), WHOLE]
+
+
+def _persona_scopes_need_a_persona(schema: dict[str, Any]) -> None:
+    schema["allOf"] = [
+        {
+            "if": {
+                "properties": {"scope": {"enum": list(PERSONA_SCOPES)}},
+                "required": ["scope"],
+            },
+            "then": {"properties": {"personaId": {"type": "string"}}, "required": ["personaId"]},
+        }
+    ]
+
+
+class MemorySaveRequest(InputModel):
+    """``POST /v1/memories`` (memory_save): 201 when new, 200 when the same key was updated.
+    ``scope`` ``persona`` or ``persona_user`` needs a ``personaId``."""
+
+    model_config = ConfigDict(json_schema_extra=_persona_scopes_need_a_persona)
+
+    key: MemoryKey
+    value: MemoryValue
+    confidence: Confidence | None = None
+    persona_id: Identifier | None = None
+    source_channel_id: Identifier | None = None
+    scope: MemoryScope | None = None
+
+    @model_validator(mode="after")
+    def _persona_for_scope(self) -> MemorySaveRequest:
+        if self.persona_id is None and self.scope in PERSONA_SCOPES:
+            raise field_error(
+                "MemorySaveRequest",
+                "personaId",
+                "persona_required",
+                "scope {scope} needs a personaId",
+                scope=self.scope,
+            )
+        return self
+
+
+def _at_least_one(*names: str) -> Any:
+    def extra(schema: dict[str, Any]) -> None:
+        props = schema.get("properties", {})
+        schema["anyOf"] = [
+            {
+                "properties": {n: dict(props[n]["anyOf"][0])},
+                "required": [n],
+            }
+            for n in names
+        ]
+
+    return extra
+
+
+class MemoryPatchRequest(InputModel):
+    """``PATCH /v1/memories/{id}``: at least one of key, value, confidence."""
+
+    model_config = ConfigDict(json_schema_extra=_at_least_one("key", "value", "confidence"))
+
+    key: MemoryKey | None = None
+    value: MemoryValue | None = None
+    confidence: Confidence | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> MemoryPatchRequest:
+        if self.key is None and self.value is None and self.confidence is None:
+            raise ValueError("at least one of key, value, confidence is required")
+        return self
+
+
+class ApproveRequest(InputModel):
+    """``POST /v1/review/{id}/approve``: optional edits applied before approving (no body, or
+    ``{}``, approves as proposed)."""
+
+    key: MemoryKey | None = None
+    value: MemoryValue | None = None
+
+
+class MemoryRecallQuery(QueryInput):
+    """``GET /v1/memories?query=&maxResults=&personaId=`` (memory_recall)."""
+
+    query: QueryText | None = None
+    max_results: RecallLimit = limits.DEFAULT_RECALL_RESULTS
+    persona_id: Identifier | None = None
+
+
+class ReviewListQuery(QueryInput):
+    """``GET /v1/review?personaId=&limit=&cursor=``: one page of pending memories, oldest
+    first; pass ``nextCursor`` back as ``cursor`` for the next page."""
+
+    persona_id: Identifier | None = None
+    limit: ReviewLimit = limits.DEFAULT_REVIEW_PAGE
+    cursor: Cursor | None = None
+
+
+# --- personas and team settings ------------------------------------------------------------
+class RetentionRule(InputModel):
+    """Memory retention of a team or a persona: archive active memories untouched for
+    ``archive_after_days``; hard-delete archived ones untouched for
+    ``delete_archived_after_days``. ``None`` (or left out): no such rule."""
+
+    archive_after_days: RetentionDays | None = Field(
+        default=None, description="Archive active memories not updated for this many days."
+    )
+    delete_archived_after_days: RetentionDays | None = Field(
+        default=None, description="Hard-delete archived memories not updated for this many days."
+    )
+
+
+class ExtractionConfig(InputModel):
+    """A persona's background extraction: on or off, and its prompt (Bedrock extractor)."""
+
+    enabled: bool = False
+    prompt: PromptText | None = None
+
+
+class PersonaRequest(InputModel):
+    """``PUT /v1/personas/{personaId}`` (admins). ``retention`` left out keeps the persona's
+    retention rules; ``null`` removes them."""
+
+    allowed_groups: list[Name] = Field(default_factory=list, max_length=limits.MAX_GROUPS)
+    memory_enabled: bool = True
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    retention: RetentionRule | None = None
+
+
+class TeamSettingsRequest(InputModel):
+    """``PUT /v1/settings/team`` (team admins). ``retention`` left out keeps the team's
+    retention rules; ``null`` removes them."""
+
+    memory_enabled: bool
+    retention: RetentionRule | None = None
+
+
+# --- tool arguments, as a model sends them (snake_case) --------------------------------------
+class _ToolArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class MemorySaveArgs(_ToolArguments):
+    """Arguments of the ``memory_save`` tool."""
+
+    key: MemoryKey = Field(description="A short label of 2-6 words, e.g. 'preferred language'.")
+    value: MemoryValue = Field(description="The fact or detail to remember.")
+    confidence: Confidence = Field(default=1.0, description="How sure you are, 0-1 (default 1).")
+
+
+class MemoryRecallArgs(_ToolArguments):
+    """Arguments of the ``memory_recall`` tool."""
+
+    query: QueryText = Field(default="", description="Words to search for (optional).")
+    max_results: RecallLimit = Field(
+        default=limits.DEFAULT_RECALL_RESULTS,
+        description=f"At most this many memories (default {limits.DEFAULT_RECALL_RESULTS}).",
+    )
