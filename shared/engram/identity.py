@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engram import limits
+
+#: One documented form of a team id (the team claim, or a service token's team scope): a
+#: letter, then letters, digits, ``.``, ``_`` or ``-``, 1-128 characters in all. A claim API
+#: Gateway flattened from a list (``"[acme]"``), an object or a number (``"123"``) does not match.
+TEAM_ID_PATTERN = rf"^[A-Za-z][A-Za-z0-9._-]{{0,{limits.MAX_ID_CHARS - 1}}}$"
+#: The namespace of a service token acting as itself: ``service:<sub>``. No user id can take
+#: it (a user token's ``sub`` and an act-as user may not start with it), so a service's own
+#: memories are never a user's.
+SERVICE_USER_PREFIX = "service:"
+MAX_CALLER_ID_CHARS = len(SERVICE_USER_PREFIX) + limits.MAX_ID_CHARS
+
 _ESCAPES = {"%": "%25", ":": "%3A", "{": "%7B", "}": "%7D"}
 
 
@@ -25,22 +37,22 @@ def identity_id_for(team_id: str, user_id: str) -> str:
 class Caller(BaseModel):
     """The verified identity a request acts as.
 
-    ``user_id`` is the user the request acts for: the token's ``sub``, or — for a service token
-    acting for a user of its own team — the user it names. ``team_id`` always comes from the
-    token. ``is_admin`` (global admin group) and ``is_team_admin`` (team admin group) come from
-    the groups claim.
+    ``user_id`` is the user the request acts for: the token's ``sub``; for a service token
+    acting for a user of its own team, the user it names; for a service token acting as
+    itself, ``service:<sub>``. ``team_id`` always comes from the token. ``is_admin`` (global
+    admin group) and ``is_team_admin`` (team admin group) come from the groups claim.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    user_id: str = Field(min_length=1, max_length=256)
-    team_id: str = Field(min_length=1, max_length=256)
+    user_id: str = Field(min_length=1, max_length=MAX_CALLER_ID_CHARS)
+    team_id: str = Field(min_length=1, max_length=limits.MAX_ID_CHARS)
     groups: frozenset[str] = frozenset()
     is_admin: bool = False
     is_team_admin: bool = False
     is_service: bool = False
     subject: str | None = Field(
-        default=None, description="The token's own sub when it differs from user_id (service)."
+        default=None, description="A service token's own sub (the caller is a service)."
     )
 
     @property

@@ -16,8 +16,7 @@ team claim (``Settings.team_claim``), the groups claim (``Settings.groups_claim`
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
+import re
 import sys
 import threading
 import time
@@ -26,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import Unauthorized
+from engram.identity import TEAM_ID_PATTERN
+from engram.local.keyfiles import KEYS_DIR, read_or_create
 from engram.settings import Settings, get_settings
 
 ISSUER = "engram-local"
 ALGORITHM = "ES256"
-KEY_FILE = Path("keys") / "dev-signing-key.pem"
+KEY_FILE = KEYS_DIR / "dev-signing-key.pem"
 USER_SCOPE_SUFFIX = "user"
 LEEWAY_S = 5
 
@@ -46,26 +47,15 @@ def _load_or_create(path: Path) -> tuple[Any, Any]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def make() -> bytes:
         key = ec.generate_private_key(ec.SECP256R1())
-        pem = key.private_bytes(
+        return key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pem)
-        try:
-            os.link(tmp, path)  # atomic; loses cleanly to a concurrent creator
-        except FileExistsError:
-            pass
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-    private = serialization.load_pem_private_key(path.read_bytes(), password=None)
+
+    private = serialization.load_pem_private_key(read_or_create(path, make), password=None)
     return private, private.public_key()
 
 
@@ -202,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ttl <= 0:
         parser.error("--ttl must be positive")
+    if not re.fullmatch(TEAM_ID_PATTERN, args.team):
+        parser.error("--team must be a team id: a letter, then letters, digits, '.', '_' or '-'")
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     print(
         issue_token(

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from engram.api.errors import error_response
 from engram.api.identity import caller_from_event, parse_list_claim
-from engram.errors import Forbidden, Unauthorized
+from engram.errors import Forbidden, InvalidHeader, Unauthorized
 from engram.settings import Settings
 
 SETTINGS = Settings()
@@ -32,20 +33,31 @@ def user_claims(**extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
+        # an array claim, as API Gateway's JWT authorizer renders it: items, unquoted, spaces
         ("[engram-admins readers]", ["engram-admins", "readers"]),
-        ('["engram-admins","readers"]', ["engram-admins", "readers"]),
-        (["engram-admins", "readers"], ["engram-admins", "readers"]),
-        ("engram-admins,readers", ["engram-admins", "readers"]),
-        ("engram-admins readers", ["engram-admins", "readers"]),
+        ("[solo]", ["solo"]),
         ("[]", []),
+        ("[x,engram-admins readers]", ["x,engram-admins", "readers"]),
+        # no JSON decoding: quotes belong to the group's name
+        ('["engram-admins","readers"]', ['"engram-admins","readers"']),
+        ('["engram-admins"]', ['"engram-admins"']),
+        # a string claim is one group: no comma or space splitting
+        ("engram-admins,readers", ["engram-admins,readers"]),
+        ("engram-admins readers", ["engram-admins readers"]),
         ("", []),
         (None, []),
-        ("[solo]", ["solo"]),
-        ("[x,engram-admins readers]", ["x,engram-admins", "readers"]),
     ],
 )
 def test_group_claim_shapes(raw: Any, expected: list[str]) -> None:
     assert parse_list_claim(raw) == expected
+
+
+@pytest.mark.parametrize("raw", [["engram-admins"], 7, {"g": 1}])
+def test_a_claim_that_is_not_a_string_is_not_from_api_gateway(raw: Any) -> None:
+    with pytest.raises(Unauthorized):
+        parse_list_claim(raw)
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(user_claims(**{"cognito:groups": raw})), SETTINGS)
 
 
 def test_plain_user() -> None:
@@ -57,13 +69,19 @@ def test_plain_user() -> None:
     assert caller.identity_id == "acme:alice"
 
 
-@pytest.mark.parametrize(
-    "groups", ["[engram-admins other]", ["engram-admins", "other"], "engram-admins"]
-)
-def test_admin_from_groups_in_any_shape(groups: Any) -> None:
+@pytest.mark.parametrize("groups", ["[engram-admins other]", "[engram-admins]", "engram-admins"])
+def test_admin_from_groups_in_the_shapes_api_gateway_produces(groups: str) -> None:
     caller = caller_from_event(event(user_claims(**{"cognito:groups": groups})), SETTINGS)
     assert caller.is_admin
     assert not caller.is_team_admin
+
+
+@pytest.mark.parametrize(
+    "groups", ['["engram-admins"]', '"engram-admins"', '["engram-admins" x]', "engram-admins x"]
+)
+def test_a_group_named_with_quotes_or_spaces_is_not_the_admin_group(groups: str) -> None:
+    caller = caller_from_event(event(user_claims(**{"cognito:groups": groups})), SETTINGS)
+    assert not caller.is_admin
 
 
 def test_a_comma_inside_a_bracketed_group_name_does_not_grant_admin() -> None:
@@ -160,19 +178,65 @@ def test_service_does_not_inherit_admin_groups_when_acting() -> None:
     assert not caller.is_admin
 
 
-def test_service_without_header_acts_as_itself() -> None:
+def test_service_without_header_acts_as_itself_in_the_service_namespace() -> None:
     claims = {"sub": "svc", "custom:team": "acme"}
     caller = caller_from_event(event(claims, scopes=["engram/service"]), SETTINGS)
-    assert (caller.user_id, caller.is_service, caller.subject) == ("svc", True, None)
+    assert (caller.user_id, caller.is_service, caller.subject) == ("service:svc", True, "svc")
+    assert caller.identity_id == "acme:service%3Asvc"
 
 
-def test_service_naming_an_invalid_user_is_forbidden() -> None:
+def test_a_service_whose_sub_is_a_user_id_is_not_that_user() -> None:
+    service = {"sub": "alice", "custom:team": "acme"}
+    as_itself = caller_from_event(event(service, scopes=["engram/service"]), SETTINGS)
+    user = caller_from_event(event(user_claims()), SETTINGS)
+    assert as_itself.user_id != user.user_id
+    assert as_itself.identity_id != user.identity_id
+
+
+@pytest.mark.parametrize("sub", ["service:svc", "service:alice"])
+def test_no_user_token_takes_the_service_namespace(sub: str) -> None:
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(user_claims(sub=sub)), SETTINGS)
+
+
+@pytest.mark.parametrize("act_as", ["b\x01ob", "b\u202eob", "b\u200bob", "x" * 129, "service:svc"])
+def test_service_naming_an_invalid_user_is_a_bad_request(act_as: str) -> None:
     claims = {"sub": "svc", "custom:team": "acme"}
-    with pytest.raises(Forbidden):
+    with pytest.raises(InvalidHeader) as err:
         caller_from_event(
-            event(claims, scopes=["engram/service"], headers={"x-engram-user": "b\x01ob"}),
+            event(claims, scopes=["engram/service"], headers={"x-engram-user": act_as}),
             SETTINGS,
         )
+    assert error_response(err.value).status == 400
+    assert error_response(err.value).details[0]["field"] == "x-engram-user"
+
+
+@pytest.mark.parametrize("service", [True, False])
+def test_an_act_as_value_with_a_comma_is_a_bad_request(service: bool) -> None:
+    # API Gateway joins a repeated header's values with commas: "bob,carol" is two users
+    claims = {"sub": "alice", "custom:team": "acme"}
+    scopes = ["engram/service"] if service else None
+    with pytest.raises(InvalidHeader) as err:
+        caller_from_event(
+            event(claims, scopes=scopes, headers={"x-engram-user": "alice,bob"}), SETTINGS
+        )
+    assert error_response(err.value).status == 400
+
+
+@pytest.mark.parametrize(
+    "team", ["[acme]", "123", "acme:eu", '{"t":1}', "a" * 129, "-acme", "acme/eu", "é"]
+)
+def test_a_team_claim_must_match_the_team_id_pattern(team: str) -> None:
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(user_claims(**{"custom:team": team})), SETTINGS)
+    service = {"sub": "svc", "scope": f"engram/service engram/team.{team}"}
+    with pytest.raises(Unauthorized):
+        caller_from_event(event(service, headers={"x-engram-user": "bob"}), SETTINGS)
+
+
+@pytest.mark.parametrize("team", ["acme", "Acme-2", "t.eu_1", "a" * 128])
+def test_team_ids_of_the_pattern_are_accepted(team: str) -> None:
+    assert caller_from_event(event(user_claims(**{"custom:team": team})), SETTINGS).team_id == team
 
 
 def test_a_user_scope_is_not_a_service() -> None:
