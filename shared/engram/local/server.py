@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -354,6 +355,22 @@ _PROTOCOL_ERROR_CODES = {
 }
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def content_length(values: Iterable[str]) -> int | None:
+    """The body length the ``Content-Length`` header(s) state; ``None`` when it cannot be
+    known: a value that is not plain decimal digits (``+5``, ``5_0``, ``5, 6``), or several
+    headers that disagree. Where a body ends is never guessed (request smuggling)."""
+    found = {v.strip() for v in values}
+    if not found:
+        return 0
+    if len(found) != 1:
+        return None
+    (value,) = found
+    return int(value) if _DIGITS.fullmatch(value) else None
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: LocalHTTPServer
     protocol_version = "HTTP/1.1"
@@ -416,14 +433,10 @@ class _Handler(BaseHTTPRequestHandler):
                 err = HttpError(411, "length_required", "chunked bodies are not accepted")
                 self._send(_error_result(err), close=True)
                 return
-            try:
-                length = int(headers_msg.get("Content-Length") or 0)
-            except ValueError:
-                length = -1
-            if length < 0:
-                self._send(
-                    _error_result(HttpError(400, "bad_request", "bad Content-Length")), close=True
-                )
+            length = content_length(headers_msg.get_all("Content-Length") or [])
+            if length is None:
+                err = HttpError(400, "bad_request", "bad or conflicting Content-Length")
+                self._send(_error_result(err), close=True)
                 return
             limit = server.settings.max_body_bytes
             if length > limit:

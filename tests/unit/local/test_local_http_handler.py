@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engram.local.server import ApiGatewayEmulator, _Handler
+from engram.local.server import ApiGatewayEmulator, _Handler, content_length
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 
@@ -147,3 +147,25 @@ def test_a_request_line_with_a_bad_version_gets_a_bare_json_error(
         "bad_request",
         "http_version_not_supported",
     }
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([], 0),
+        (["0"], 0),
+        (["12"], 12),
+        (["12", "12"], 12),  # repeated, but one length
+        (["12", "13"], None),  # conflicting: where does the body end?
+        (["+12"], None),
+        (["1_2"], None),
+        (["12, 13"], None),
+        (["-1"], None),
+        ([""], None),
+        (["１２"], None),  # full-width digits are not decimal digits on the wire
+    ],
+)
+def test_content_length_is_one_plain_decimal_number_or_nothing(
+    values: list[str], expected: int | None
+) -> None:
+    assert content_length(values) == expected
