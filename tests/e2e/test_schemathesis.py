@@ -2,9 +2,12 @@
 
 One parametrised test per operation of the committed document; each sends a few generated
 requests (valid and invalid ones, as schemathesis generates them) with a valid admin token
-and fails on any 5xx (the ``not_a_server_error`` check). The run is bounded twice: a small
-``max_examples`` per operation, no shrinking, and a wall-clock budget for the whole module
-(examples drawn after the budget are not sent).
+and fails on any 5xx (``not_a_server_error``) and on any schema-valid request the server
+refuses (``positive_data_acceptance``, ST202): the document says what the server enforces.
+Two rules depend on state no JSON Schema can state, and the case is adjusted for them before
+it is sent (see ``server_state_rules``). The run is bounded twice: a small ``max_examples``
+per operation, no shrinking, and a wall-clock budget for the whole module (examples drawn
+after the budget are not sent).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import not_a_server_error, positive_data_acceptance
 from tests.e2e.harness import LocalEngram, Tenant
 
 pytestmark = pytest.mark.e2e
@@ -47,6 +50,25 @@ def fuzz_caller(service: LocalEngram) -> dict[str, Any]:
     return {"tenant": tenant, "headers": {"Authorization": f"Bearer {token}"}}
 
 
+def server_state_rules(case: Any) -> None:
+    """What the server checks against its own state, applied to a generated case:
+
+    * an observation's ``createdAt`` must lie within the retention window before the
+      server's clock (and at most 5 minutes ahead of it): a whole-number ``createdAt`` is set
+      to the current time;
+    * a review ``cursor`` must be one the service issued (it is signed): a generated one is
+      left out (signed cursors are tested in test_input_rules.py).
+    """
+    if case.operation.path == "/v1/observations" and isinstance(case.body, dict):
+        items = case.body.get("observations")
+        for item in items if isinstance(items, list) else []:
+            created = item.get("createdAt") if isinstance(item, dict) else None
+            if isinstance(created, int) and not isinstance(created, bool):
+                item["createdAt"] = int(time.time() * 1000)
+    if case.operation.path == "/v1/review" and isinstance(case.query, dict):
+        case.query.pop("cursor", None)
+
+
 @schema.parametrize()
 @settings(
     max_examples=MAX_EXAMPLES,
@@ -58,10 +80,11 @@ def fuzz_caller(service: LocalEngram) -> dict[str, Any]:
 def test_no_server_error(case: Any, service: LocalEngram, fuzz_caller: dict[str, Any]) -> None:
     if time.monotonic() - _clock["start"] > BUDGET_S:
         return
+    server_state_rules(case)
     case.call_and_validate(
         base_url=service.url,
         headers=fuzz_caller["headers"],
-        checks=[not_a_server_error],
+        checks=[not_a_server_error, positive_data_acceptance],
         timeout=10,
     )
     _sent["requests"] = _sent.get("requests", 0) + 1
