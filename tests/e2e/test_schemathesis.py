@@ -4,8 +4,8 @@ One parametrised test per operation of the committed document; each sends a few 
 requests (valid and invalid ones, as schemathesis generates them) with a valid admin token
 and fails on any 5xx (``not_a_server_error``) and on any schema-valid request the server
 refuses (``positive_data_acceptance``, ST202): the document says what the server enforces.
-Two rules depend on state no JSON Schema can state, and the case is adjusted for them before
-it is sent (see ``server_state_rules``). The run is bounded twice: a small ``max_examples``
+Three rules depend on state no JSON Schema can state, and the case is adjusted for them
+before it is sent (see ``server_state_rules``). The run is bounded twice: a small ``max_examples``
 per operation, no shrinking, and a wall-clock budget for the whole module (examples drawn
 after the budget are not sent).
 """
@@ -13,6 +13,7 @@ after the budget are not sent).
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
 from tests.e2e.harness import LocalEngram, Tenant
+
+from engram.api.models import IDEMPOTENCY_HEADER
 
 pytestmark = pytest.mark.e2e
 
@@ -54,16 +57,21 @@ def server_state_rules(case: Any) -> None:
     """What the server checks against its own state, applied to a generated case:
 
     * an observation's ``createdAt`` must lie within the retention window before the
-      server's clock (and at most 5 minutes ahead of it): a whole-number ``createdAt`` is set
-      to the current time;
+      server's clock (and at most 5 minutes ahead of it): a numeric ``createdAt`` is set to
+      the current time;
     * a review ``cursor`` must be one the service issued (it is signed): a generated one is
-      left out (signed cursors are tested in test_input_rules.py).
+      left out (signed cursors are tested in test_input_rules.py);
+    * an ``Idempotency-Key`` used in the last 24 hours names that request only (another body
+      under it is 422): a generated key is made unique to the case.
     """
+    for name in list(case.headers or {}):
+        if name.lower() == IDEMPOTENCY_HEADER.lower():
+            case.headers[name] = uuid.uuid4().hex
     if case.operation.path == "/v1/observations" and isinstance(case.body, dict):
         items = case.body.get("observations")
         for item in items if isinstance(items, list) else []:
             created = item.get("createdAt") if isinstance(item, dict) else None
-            if isinstance(created, int) and not isinstance(created, bool):
+            if isinstance(created, int | float) and not isinstance(created, bool):
                 item["createdAt"] = int(time.time() * 1000)
     if case.operation.path == "/v1/review" and isinstance(case.query, dict):
         case.query.pop("cursor", None)

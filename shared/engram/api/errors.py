@@ -53,6 +53,7 @@ ErrorCode = Literal[
     "invalid_json",
     "invalid_header",
     "invalid_input",
+    "idempotency_key_reused",
     "unauthorized",
     "forbidden",
     "memory_disabled",
