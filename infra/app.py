@@ -82,6 +82,7 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
         f"{prefix}-Monitoring",
         config=config,
         service=service,
+        data=data,
         description=f"Engram {config.name}: alarms and dashboard",
     )
     # CloudFormation rejects tags on proxy target groups although CDK offers them.
@@ -92,12 +93,18 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
 
 
 def create_app(
-    stage: str, *, repo_root: Path = REPO_ROOT, outdir: str | None = None, nag: bool = True
+    stage: str | StageConfig,
+    *,
+    repo_root: Path = REPO_ROOT,
+    outdir: str | None = None,
+    nag: bool = True,
 ) -> tuple[App, EngramStage]:
-    """An app holding one stage, with cdk-nag AwsSolutions checks on synthesis."""
+    """An app holding one stage (a name in ``STAGES``, or a config), with cdk-nag AwsSolutions
+    checks on synthesis."""
     context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
     app = App(outdir=outdir, context=context) if outdir else App(context=context)
-    built = build_stage(app, stage_config(stage), repo_root)
+    config = stage if isinstance(stage, StageConfig) else stage_config(stage)
+    built = build_stage(app, config, repo_root)
     if nag:
         enable_aws_solutions(app)
     return app, built

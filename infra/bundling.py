@@ -168,8 +168,10 @@ def copy_sources(spec: FunctionSpec, output_dir: Path) -> None:
 
 
 def _uv() -> list[str]:
+    """uv, never colouring its output: the CDK CLI sets ``FORCE_COLOR``, which makes uv colour
+    even piped output, and ``uv export`` output is parsed by ``uv pip install``."""
     found = shutil.which("uv")
-    return [found] if found else [sys.executable, "-m", "uv"]
+    return [*([found] if found else [sys.executable, "-m", "uv"]), "--color", "never"]
 
 
 def export_requirements(repo_root: Path = REPO_ROOT) -> str:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import Validations
 from infra.app import create_app
+from infra.config import StageConfig
 
 
 @dataclass
@@ -33,9 +37,28 @@ class Synthesized:
         return found
 
 
-def synthesize(stage: str, repo_root: Path, outdir: Path) -> Synthesized:
-    app, built = create_app(stage, repo_root=repo_root, outdir=str(outdir))
-    app.synth()  # raises if any cdk-nag AwsSolutions finding is not acknowledged
+@contextlib.contextmanager
+def bundle_cache(path: Path) -> Iterator[None]:
+    """``ENGRAM_BUNDLE_CACHE=path`` while the block runs (bundling happens during synthesis)."""
+    before = os.environ.get("ENGRAM_BUNDLE_CACHE")
+    os.environ["ENGRAM_BUNDLE_CACHE"] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ENGRAM_BUNDLE_CACHE", None)
+        else:
+            os.environ["ENGRAM_BUNDLE_CACHE"] = before
+
+
+def synthesize(
+    stage: str | StageConfig, repo_root: Path, outdir: Path, *, cache: Path | None = None
+) -> Synthesized:
+    """One stage (by name or config) synthesised in-process; ``cache``: the bundle cache."""
+    with bundle_cache(cache) if cache else contextlib.nullcontext():
+        app, built = create_app(stage, repo_root=repo_root, outdir=str(outdir))
+        app.synth()  # raises if any cdk-nag AwsSolutions finding is not acknowledged
+    name = stage.name if isinstance(stage, StageConfig) else stage
     templates = {
         stack.stack_name: json.loads((outdir / f"{stack.stack_name}.template.json").read_text())
         for stack in built.stacks
@@ -47,4 +70,4 @@ def synthesize(stage: str, repo_root: Path, outdir: Path) -> Synthesized:
             if entry.type == key:
                 for rule, reason in dict(entry.data or {}).items():
                     acknowledgments.append((construct.node.path, rule, reason))
-    return Synthesized(stage, outdir, templates, acknowledgments)
+    return Synthesized(name, outdir, templates, acknowledgments)
