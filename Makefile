@@ -45,8 +45,9 @@ typecheck: setup
 bench: setup ## measured against floors of the same machine; results in bench/results/
 	$(UV) run python -m bench
 
-synth: setup
+synth: setup ## offline; then cfn-lint over the stage's templates (infra/lint.py)
 	$(UV) run bash infra/cdk.sh synth $(STAGE)
+	$(UV) run --color never python -m infra.lint $${CDK_OUTDIR:-cdk.out/$(STAGE)}
 
 diff: setup
 	$(UV) run bash infra/cdk.sh diff $(STAGE)

@@ -25,6 +25,9 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
 TeamId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 """A team id that can be part of a Cognito scope name (``engram/team.<team>``)."""
 
+AvailabilityZone = Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d+[a-z]$")]
+"""An Availability Zone name such as ``eu-west-1a`` (its region is the name without the letter)."""
+
 
 class FunctionConfig(BaseModel):
     """Sizing of one Lambda function."""
@@ -45,6 +48,10 @@ class StageConfig(BaseModel):
     retain_data: bool = Field(
         default=False, description="Keep Aurora, the cache, secrets and the user pool on delete."
     )
+    retain_logs: bool = Field(
+        default=False,
+        description="Keep the log groups (functions, API access, flow logs, PostgreSQL) on delete.",
+    )
     deletion_protection: bool = False
     backup_retention_days: int = Field(default=1, ge=1, le=35)
     cache_snapshot_retention_days: int = Field(default=0, ge=0, le=35)
@@ -54,9 +61,17 @@ class StageConfig(BaseModel):
         default=2,
         ge=2,
         le=3,
-        description="AZs for subnets; env-agnostic stacks (no account/region) resolve at most 2.",
+        description="AZs for subnets when availability_zones is empty: the region's first "
+        "max_azs (Fn::GetAZs); env-agnostic stacks (no account/region) resolve at most 2.",
     )
-    aurora_min_acu: float = Field(default=0.5, ge=0, le=256)
+    availability_zones: tuple[AvailabilityZone, ...] = Field(
+        default=(),
+        description="The AZs of the subnets (and so of the interface endpoints, the proxy and "
+        "the cache), by name, all in the region deployed to; empty: see max_azs.",
+    )
+    # RDS Proxy keeps connections to the writer open, so an auto-paused (0 ACU) writer is not
+    # supported behind it: 0.5 is the floor.
+    aurora_min_acu: float = Field(default=0.5, ge=0.5, le=256)
     aurora_max_acu: float = Field(default=2, ge=1, le=256)
     aurora_readers: int = Field(default=0, ge=0, le=15)
     cache_max_data_gb: int = Field(default=1, ge=1, le=5000)
@@ -70,7 +85,30 @@ class StageConfig(BaseModel):
             "maintenance": FunctionConfig(memory_mb=1024, timeout_s=300),
         }
     )
-    migration_timeout_s: int = Field(default=300, ge=30, le=900)
+    migration_timeout_s: int = Field(
+        default=600,
+        ge=60,
+        le=900,
+        description="Timeout of the deploy-time migration; it retries connecting (RDS Proxy "
+        "targets can take minutes to become available on a first deploy) within it.",
+    )
+    maintenance_reserved_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Reserved concurrency of the maintenance function; None reserves nothing "
+        "(runs are serialised by a lease in Redis, not by concurrency).",
+    )
+    maintenance_retry_attempts: int = Field(
+        default=2, ge=0, le=2, description="Lambda's retries of a failed maintenance invocation."
+    )
+    maintenance_max_event_age_s: int = Field(
+        default=3600,
+        ge=60,
+        le=21_600,
+        description="A maintenance event older than this is not run but sent to the failure "
+        "queue (a later scheduled run covers its work).",
+    )
     # --- queues --------------------------------------------------------------------------
     ingest_batch_size: int = Field(default=50, ge=1, le=10_000)
     ingest_batch_window_s: int = Field(default=1, ge=0, le=300)
@@ -115,6 +153,24 @@ class StageConfig(BaseModel):
     alarm_error_threshold: int = Field(default=5, ge=1)
     alarm_p99_fraction_of_timeout: float = Field(default=0.8, gt=0, le=1)
     alarm_degraded_threshold: int = Field(default=10, ge=1)
+    alarm_api_5xx_threshold: int = Field(
+        default=5, ge=1, description="HTTP API 5xx responses per 5 minutes."
+    )
+    alarm_api_latency_p99_ms: int = Field(
+        default=3000, ge=100, description="HTTP API p99 latency (integration included)."
+    )
+    alarm_aurora_acu_utilization_percent: float = Field(
+        default=90, gt=0, le=100, description="Aurora ACUUtilization (percent of the maximum)."
+    )
+    alarm_database_connections: int = Field(
+        default=200, ge=1, description="Connections to the Aurora writer (DatabaseConnections)."
+    )
+    alarm_proxy_availability_percent: float = Field(
+        default=99, gt=0, le=100, description="RDS Proxy target availability, below which."
+    )
+    alarm_cache_throttled_commands: int = Field(
+        default=1, ge=1, description="ElastiCache ThrottledCmds per 5 minutes."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> StageConfig:
@@ -129,10 +185,21 @@ class StageConfig(BaseModel):
             raise ValueError("domain_name: set together with certificate_arn, or neither")
         if len(set(self.service_teams)) != len(self.service_teams):
             raise ValueError("service_teams: each team at most once")
+        azs = self.availability_zones
+        if azs:
+            if not 2 <= len(azs) <= 3 or len(set(azs)) != len(azs):
+                raise ValueError("availability_zones: two or three distinct AZs")
+            if len({az.rstrip("abcdefghijklmnopqrstuvwxyz") for az in azs}) != 1:
+                raise ValueError("availability_zones: all in one region")
         return self
 
     def function(self, name: str) -> FunctionConfig:
         return self.functions[name]
+
+    @property
+    def uses_bedrock(self) -> bool:
+        """Whether any function calls Bedrock (the embedder or the extractor)."""
+        return self.embedder == "bedrock" or self.extractor == "bedrock"
 
     @property
     def ingest_visibility_timeout_s(self) -> int:
@@ -162,6 +229,7 @@ STAGES: dict[str, StageConfig] = {
     "prod": StageConfig(
         name="prod",
         retain_data=True,
+        retain_logs=True,
         deletion_protection=True,
         backup_retention_days=30,
         cache_snapshot_retention_days=7,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Aws, Fn, RemovalPolicy
 from aws_cdk import aws_logs as logs
 
 _RETENTION: tuple[tuple[int, logs.RetentionDays], ...] = (
@@ -35,6 +35,22 @@ def log_retention(days: int) -> logs.RetentionDays:
     return _RETENTION[-1][1]
 
 
-def data_removal_policy(retain: bool) -> RemovalPolicy:
-    """RETAIN for stages that keep their data on stack deletion, DESTROY otherwise."""
-    return RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY
+def removal_policy(retain: bool) -> RemovalPolicy:
+    """What happens to a resource when its stack (or the resource) is deleted.
+
+    Retained resources are kept on update and delete but not when the create that made them
+    rolls back (CloudFormation ``RetainExceptOnCreate``), so a failed first deploy leaves
+    nothing behind. Whatever is retained has a generated name (see :func:`stack_unique`), so a
+    later deploy of the same stage never collides with what an earlier one kept.
+    """
+    return RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE if retain else RemovalPolicy.DESTROY
+
+
+def stack_unique(prefix: str) -> str:
+    """``<prefix>-<8 hex digits>`` unique to this instance of the stack (from its stack id).
+
+    For the resources CloudFormation cannot name itself (ElastiCache caches, users and user
+    groups need an explicit id): a stack created again after a failed create or a delete gets
+    new names, so resources kept from the old one never block it."""
+    stack_uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+    return f"{prefix}-{Fn.select(0, Fn.split('-', stack_uuid))}"

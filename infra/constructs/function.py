@@ -1,11 +1,12 @@
 """One Engram Lambda function: arm64, Python 3.12, in the VPC's isolated subnets, with its own
-log group, the shared dependencies layer and the ENGRAM_* environment."""
+log group (generated name: it may be retained), the shared dependencies layer and the ENGRAM_*
+environment."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -13,7 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from infra.bundling import FunctionSpec, function_code
 from infra.config import FunctionConfig
-from infra.constructs.common import log_retention
+from infra.constructs.common import log_retention, removal_policy
 from infra.constructs.nag import acknowledge
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
@@ -36,6 +37,7 @@ class EngramFunction(Construct):
         security_group: ec2.ISecurityGroup,
         environment: Mapping[str, str],
         log_retention_days: int,
+        retain_logs: bool,
         tracing: bool,
         function_name: str,
     ) -> None:
@@ -43,9 +45,8 @@ class EngramFunction(Construct):
         self.log_group = logs.LogGroup(
             self,
             "Logs",
-            log_group_name=f"/aws/lambda/{function_name}",
             retention=log_retention(log_retention_days),
-            removal_policy=RemovalPolicy.DESTROY,
+            removal_policy=removal_policy(retain_logs),
         )
         self.function = lambda_.Function(
             self,

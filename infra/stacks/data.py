@@ -1,13 +1,14 @@
 """Data: Aurora Serverless v2 PostgreSQL 16 (pgvector) behind an RDS Proxy, and ElastiCache
 Serverless Valkey with TLS and password auth. Retained and deletion-protected when the stage
-config says so."""
+config says so; whatever may be retained has a generated name, so a deploy after a failed one
+or after a teardown never meets a leftover of the same name."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicies, Stack
+from aws_cdk import Duration, Fn, RemovalPolicies, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticache as elasticache
 from aws_cdk import aws_logs as logs
@@ -16,7 +17,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 
 from constructs import Construct
 from infra.config import StageConfig
-from infra.constructs.common import data_removal_policy, log_retention
+from infra.constructs.common import log_retention, removal_policy, stack_unique
 from infra.constructs.nag import acknowledge
 from infra.stacks.network import APP_SUBNETS
 
@@ -24,7 +25,9 @@ POSTGRES_PORT = 5432
 CACHE_PORTS = (6379, 6380)  # serverless: primary and reader endpoints
 DATABASE_NAME = "engram"
 CACHE_USER = "engram"
-POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_16_6
+# A current Aurora PostgreSQL 16 minor: new clusters cannot be created on deprecated minors
+# (cfn-lint W3690 knows which), and the migrations are tested on PostgreSQL 16.
+POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_16_13
 
 
 class DataStack(Stack):
@@ -42,7 +45,7 @@ class DataStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        removal = data_removal_policy(config.retain_data)
+        removal = removal_policy(config.retain_data)
         subnets = ec2.SubnetSelection(subnet_type=APP_SUBNETS)
 
         # --- security groups: the functions reach the proxy and the cache, nothing else ------
@@ -70,24 +73,12 @@ class DataStack(Stack):
         )
 
         # --- Aurora Serverless v2 -----------------------------------------------------------
-        cluster_identifier = f"engram-{config.name}"
-        # Created here (not with cloudwatch_logs_retention) so no log-retention custom resource
-        # with broad IAM permissions is needed.
-        postgres_logs = logs.LogGroup(
-            self,
-            "PostgresLogs",
-            log_group_name=f"/aws/rds/cluster/{cluster_identifier}/postgresql",
-            retention=log_retention(config.log_retention_days),
-            removal_policy=removal,
-        )
+        # No cluster identifier and no secret name: CloudFormation generates both.
         self.cluster = rds.DatabaseCluster(
             self,
             "Aurora",
             engine=rds.DatabaseClusterEngine.aurora_postgres(version=POSTGRES_VERSION),
-            credentials=rds.Credentials.from_generated_secret(
-                "engram_admin", secret_name=f"engram/{config.name}/database"
-            ),
-            cluster_identifier=cluster_identifier,
+            credentials=rds.Credentials.from_generated_secret("engram_admin"),
             default_database_name=DATABASE_NAME,
             writer=rds.ClusterInstance.serverless_v2("Writer"),
             readers=[
@@ -106,7 +97,22 @@ class DataStack(Stack):
             backup=rds.BackupProps(retention=Duration.days(config.backup_retention_days)),
             cloudwatch_logs_exports=["postgresql"],
         )
-        self.cluster.node.add_dependency(postgres_logs)
+        # The log group RDS exports to, created here (not with cloudwatch_logs_retention) so no
+        # log-retention custom resource with broad IAM permissions is needed. Its name follows
+        # the generated cluster identifier; the instances (the only writers of PostgreSQL logs)
+        # wait for it, so RDS never creates it first.
+        postgres_logs = logs.LogGroup(
+            self,
+            "PostgresLogs",
+            log_group_name=Fn.join(
+                "", ["/aws/rds/cluster/", self.cluster.cluster_identifier, "/postgresql"]
+            ),
+            retention=log_retention(config.log_retention_days),
+            removal_policy=removal_policy(config.retain_logs),
+        )
+        for instance in self.cluster.node.children:
+            if isinstance(instance.node.default_child, rds.CfnDBInstance):
+                instance.node.add_dependency(postgres_logs)
         assert self.cluster.secret is not None  # from_generated_secret always makes one
         self.database_secret = self.cluster.secret
         self.cluster.add_rotation_single_user(
@@ -132,7 +138,6 @@ class DataStack(Stack):
         self.cache_secret = secretsmanager.Secret(
             self,
             "CacheSecret",
-            secret_name=f"engram/{config.name}/cache",
             description="ElastiCache user for Engram (username + password)",
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 secret_string_template=json.dumps({"username": CACHE_USER}),
@@ -142,11 +147,14 @@ class DataStack(Stack):
             ),
             removal_policy=removal,
         )
+        # ElastiCache needs explicit ids for the cache, its users and its user group: they are
+        # unique to this instance of the stack.
+        cache_name = stack_unique(f"engram-{config.name}")
         default_user = elasticache.CfnUser(
             self,
             "CacheDefaultUser",
             engine="valkey",
-            user_id=f"engram-{config.name}-default",
+            user_id=f"{cache_name}-default",
             user_name="default",
             access_string="off -@all",
             no_password_required=True,
@@ -155,7 +163,7 @@ class DataStack(Stack):
             self,
             "CacheAppUser",
             engine="valkey",
-            user_id=f"engram-{config.name}-app",
+            user_id=f"{cache_name}-app",
             user_name=CACHE_USER,
             access_string="on ~* &* +@all -@admin",
             authentication_mode={
@@ -167,7 +175,7 @@ class DataStack(Stack):
             self,
             "CacheUsers",
             engine="valkey",
-            user_group_id=f"engram-{config.name}",
+            user_group_id=cache_name,
             user_ids=[default_user.user_id, app_user.user_id],
         )
         user_group.add_resource_dependency(default_user)
@@ -177,7 +185,7 @@ class DataStack(Stack):
             "Cache",
             engine="valkey",
             major_engine_version="8",
-            serverless_cache_name=f"engram-{config.name}",
+            serverless_cache_name=cache_name,
             description=f"Engram behavioural memory ({config.name})",
             security_group_ids=[cache_sg.security_group_id],
             subnet_ids=vpc.select_subnets(subnet_type=APP_SUBNETS).subnet_ids,
@@ -202,12 +210,13 @@ class DataStack(Stack):
         )
 
         # Everything holding data or credentials follows the stage's retention value, including
-        # the secret the cluster generates for itself.
+        # the secret the cluster generates for itself and the subnet group a kept cluster is in.
         RemovalPolicies.of(self).apply(
             removal,
             apply_to_resource_types=[
                 "AWS::RDS::DBCluster",
                 "AWS::RDS::DBInstance",
+                "AWS::RDS::DBSubnetGroup",
                 "AWS::SecretsManager::Secret",
                 "AWS::ElastiCache::ServerlessCache",
                 "AWS::ElastiCache::UserGroup",

@@ -1,5 +1,7 @@
-"""Monitoring: alarms (DLQ depth, errors, throttles, p99 duration, consolidation degradations)
-to an encrypted SNS topic, and one dashboard."""
+"""Monitoring: alarms to an encrypted SNS topic (which also hears when each alarm is OK again)
+and one dashboard. Alarms: DLQ depth and queue age, per-function errors, throttles and p99
+duration, consolidation degradations, maintenance invocations given up on, API 5xx and p99
+latency, Aurora ACU utilisation and connections, RDS Proxy availability, cache throttling."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 
 from constructs import Construct
 from infra.config import StageConfig
+from infra.constructs.common import removal_policy
+from infra.stacks.data import DataStack
 from infra.stacks.service import METRICS_NAMESPACE, SERVICE_NAME, ServiceStack
 
 DEGRADED_METRIC = "ConsolidationDegraded"
@@ -34,6 +38,7 @@ class MonitoringStack(Stack):
         *,
         config: StageConfig,
         service: ServiceStack,
+        data: DataStack,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -43,6 +48,7 @@ class MonitoringStack(Stack):
             "AlarmsKey",
             description="Engram alarm topic",
             enable_key_rotation=True,
+            removal_policy=removal_policy(config.retain_data),
         )
         key.grant(
             iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
@@ -60,18 +66,31 @@ class MonitoringStack(Stack):
 
         self.alarms: list[cloudwatch.Alarm] = []
 
-        def alarm(id: str, metric: cloudwatch.IMetric, threshold: float, what: str) -> None:
+        def alarm(
+            id: str,
+            metric: cloudwatch.IMetric,
+            threshold: float,
+            what: str,
+            *,
+            below: bool = False,
+            periods: int = 1,
+        ) -> None:
             created = cloudwatch.Alarm(
                 self,
                 id,
                 metric=metric,
                 threshold=threshold,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=periods,
+                comparison_operator=(
+                    cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
+                    if below
+                    else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+                ),
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 alarm_description=f"Engram {config.name}: {what}",
             )
             created.add_alarm_action(action)
+            created.add_ok_action(action)
             self.alarms.append(created)
 
         for queue_id, pair in (("Ingest", service.ingest), ("Extraction", service.extraction)):
@@ -113,6 +132,75 @@ class MonitoringStack(Stack):
                 timeout_ms * config.alarm_p99_fraction_of_timeout,
                 f"{name} p99 duration near its timeout",
             )
+
+        alarm(
+            "MaintenanceFailures",
+            service.maintenance_failures.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(1), statistic="Maximum"
+            ),
+            1,
+            "maintenance invocations Lambda gave up on (see the maintenance-failures queue)",
+        )
+
+        # --- the HTTP API ----------------------------------------------------------------
+        alarm(
+            "Api5xx",
+            service.api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
+            config.alarm_api_5xx_threshold,
+            "HTTP API 5xx responses",
+        )
+        alarm(
+            "ApiLatencyP99",
+            service.api.metric_latency(period=FIVE_MINUTES, statistic="p99"),
+            config.alarm_api_latency_p99_ms,
+            "HTTP API p99 latency",
+            periods=3,
+        )
+
+        # --- Aurora, the proxy and the cache ------------------------------------------------
+        alarm(
+            "AuroraAcuUtilization",
+            data.cluster.metric_acu_utilization(period=FIVE_MINUTES, statistic="Maximum"),
+            config.alarm_aurora_acu_utilization_percent,
+            "Aurora near its maximum ACUs (raise aurora_max_acu)",
+            periods=3,
+        )
+        alarm(
+            "AuroraConnections",
+            data.cluster.metric_database_connections(period=FIVE_MINUTES, statistic="Maximum"),
+            config.alarm_database_connections,
+            "connections to Aurora",
+            periods=3,
+        )
+        alarm(
+            "ProxyAvailability",
+            cloudwatch.Metric(
+                namespace="AWS/RDS",
+                metric_name="AvailabilityPercentage",
+                dimensions_map={
+                    "ProxyName": data.proxy.db_proxy_name,
+                    "TargetGroup": "default",
+                    "TargetRole": "READ_WRITE",
+                },
+                period=FIVE_MINUTES,
+                statistic="Minimum",
+            ),
+            config.alarm_proxy_availability_percent,
+            "RDS Proxy cannot reach the Aurora writer",
+            below=True,
+        )
+        alarm(
+            "CacheThrottledCommands",
+            cloudwatch.Metric(
+                namespace="AWS/ElastiCache",
+                metric_name="ThrottledCmds",
+                dimensions_map={"clusterId": data.cache.ref},
+                period=FIVE_MINUTES,
+                statistic="Sum",
+            ),
+            config.alarm_cache_throttled_commands,
+            "ElastiCache throttling commands (raise cache_max_ecpu_per_second)",
+        )
 
         degraded = cloudwatch.Metric(
             namespace=METRICS_NAMESPACE,

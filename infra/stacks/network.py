@@ -1,16 +1,19 @@
-"""Network: a VPC with isolated private subnets only (no NAT), reached through VPC endpoints."""
+"""Network: a VPC with isolated private subnets only (no NAT), reached through VPC endpoints.
+
+The subnets are in the stage's ``availability_zones`` when it names them (the stacks stay
+environment-agnostic: AZ names need no lookup), else in the region's first ``max_azs``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 
 from constructs import Construct
 from infra.config import StageConfig
-from infra.constructs.common import log_retention
+from infra.constructs.common import log_retention, removal_policy
 
 APP_SUBNETS = ec2.SubnetType.PRIVATE_ISOLATED
 
@@ -18,9 +21,16 @@ APP_SUBNETS = ec2.SubnetType.PRIVATE_ISOLATED
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
-    "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
 }
+BEDROCK_ENDPOINT = ("BedrockRuntime", ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME)
+"""Only in stages whose embedder or extractor is Bedrock (``StageConfig.uses_bedrock``)."""
+
+
+def interface_endpoints(config: StageConfig) -> dict[str, ec2.InterfaceVpcEndpointAwsService]:
+    """The interface endpoints of a stage."""
+    name, service = BEDROCK_ENDPOINT
+    return {**INTERFACE_ENDPOINTS, **({name: service} if config.uses_bedrock else {})}
 
 
 class NetworkStack(Stack):
@@ -29,10 +39,12 @@ class NetworkStack(Stack):
     def __init__(self, scope: Construct, id: str, *, config: StageConfig, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
 
+        azs = list(config.availability_zones)
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
-            max_azs=config.max_azs,
+            max_azs=None if azs else config.max_azs,
+            availability_zones=azs or None,
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="app", subnet_type=APP_SUBNETS, cidr_mask=22),
@@ -43,7 +55,7 @@ class NetworkStack(Stack):
             self,
             "FlowLogs",
             retention=log_retention(config.log_retention_days),
-            removal_policy=RemovalPolicy.DESTROY,
+            removal_policy=removal_policy(config.retain_logs),
         )
         self.vpc.add_flow_log(
             "FlowLog",
@@ -74,7 +86,7 @@ class NetworkStack(Stack):
             self.endpoints_sg, ec2.Port.tcp(443), "HTTPS to the VPC interface endpoints"
         )
 
-        for name, service in INTERFACE_ENDPOINTS.items():
+        for name, service in interface_endpoints(config).items():
             self.vpc.add_interface_endpoint(
                 name,
                 service=service,

@@ -4,6 +4,7 @@ the deploy-time migration."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,17 +21,19 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
 from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
 from infra.config import LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
-from infra.constructs.common import data_removal_policy, log_retention
+from infra.constructs.common import log_retention, removal_policy
 from infra.constructs.function import ARCHITECTURE, RUNTIME, EngramFunction
 from infra.constructs.nag import acknowledge
 from infra.constructs.queue import QueueWithDlq
@@ -100,7 +103,6 @@ INGEST_SENDERS = frozenset({"ingest"})
 EXTRACTION_SENDERS = frozenset({"ingest"})
 EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
 CURSOR_SIGNERS = frozenset({"memories"})  # review cursors: GET /v1/review
-MAINTENANCE_CONCURRENCY = 1  # reserved concurrency: a single maintenance run at a time
 
 SCHEDULES: dict[str, str] = {
     "MaintenanceFrequent": "frequent",  # extraction drain, pruning
@@ -140,7 +142,7 @@ class ServiceStack(Stack):
         super().__init__(scope, id, **kwargs)
         self.config = config
         subnets = ec2.SubnetSelection(subnet_type=APP_SUBNETS)
-        removal = data_removal_policy(config.retain_data)
+        removal = removal_policy(config.retain_data)
 
         # --- queues ------------------------------------------------------------------------
         self.ingest = QueueWithDlq(
@@ -350,6 +352,7 @@ class ServiceStack(Stack):
                 security_group=functions_sg,
                 environment=env,
                 log_retention_days=config.log_retention_days,
+                retain_logs=config.retain_logs,
                 tracing=config.tracing,
                 function_name=f"engram-{config.name}-{spec.name.replace('_', '-')}",
             )
@@ -374,13 +377,36 @@ class ServiceStack(Stack):
         )
         # The maintenance function drains the extraction queue itself (it polls) and moves a
         # transcript that keeps failing to the DLQ itself (Settings.extraction_max_receives,
-        # never above the queue's own maxReceiveCount). One run at a time: the drain, the
-        # sweeps and their cursors assume no concurrent maintenance run.
+        # never above the queue's own maxReceiveCount). Runs are serialised by a lease in Redis
+        # (engram.maintenance.lease), so no concurrency needs reserving; a stage may still
+        # reserve some (maintenance_reserved_concurrency).
         maintenance = self.functions["maintenance"]
         self.extraction.queue.grant_consume_messages(maintenance)
-        cfn_maintenance = maintenance.node.default_child
-        assert isinstance(cfn_maintenance, lambda_.CfnFunction)
-        cfn_maintenance.reserved_concurrent_executions = MAINTENANCE_CONCURRENCY
+        if config.maintenance_reserved_concurrency is not None:
+            cfn_maintenance = maintenance.node.default_child
+            assert isinstance(cfn_maintenance, lambda_.CfnFunction)
+            cfn_maintenance.reserved_concurrent_executions = config.maintenance_reserved_concurrency
+        # Asynchronous invocations (the schedules): Lambda retries a failed run, drops events
+        # too old to matter, and records what it gave up on in this queue (alarmed).
+        self.maintenance_failures = sqs.Queue(
+            self,
+            "MaintenanceFailures",
+            queue_name=f"engram-{config.name}-maintenance-failures",
+            retention_period=Duration.days(config.dlq_retention_days),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        maintenance.configure_async_invoke(
+            retry_attempts=config.maintenance_retry_attempts,
+            max_event_age=Duration.seconds(config.maintenance_max_event_age_s),
+            on_failure=destinations.SqsDestination(self.maintenance_failures),
+        )
+        acknowledge(
+            self.maintenance_failures,
+            "AwsSolutions-SQS3",
+            "This queue is itself a dead-letter destination: Lambda's on-failure destination "
+            "for maintenance invocations it gave up on. Nothing consumes it; an alarm watches it.",
+        )
 
         # --- schedules ---------------------------------------------------------------------
         every = events.Schedule.rate(Duration.minutes(config.maintenance_every_minutes))
@@ -465,6 +491,7 @@ class ServiceStack(Stack):
             self,
             "ApiAccessLogs",
             retention=log_retention(config.log_retention_days),
+            removal_policy=removal_policy(config.retain_logs),
         )
         custom_domain = (
             apigwv2.DomainName(
@@ -516,6 +543,7 @@ class ServiceStack(Stack):
             "ExtractionQueueName": self.extraction.queue.queue_name,
             "IngestDlqName": self.ingest.dlq.queue_name,
             "ExtractionDlqName": self.extraction.dlq.queue_name,
+            "MaintenanceFailuresQueueName": self.maintenance_failures.queue_name,
         }
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)
@@ -543,16 +571,14 @@ class ServiceStack(Stack):
             self.extraction.queue.grant_send_messages(fn)
         if name in EXTRACTION_DEAD_LETTERERS:
             self.extraction.dlq.grant_send_messages(fn)
-        if name in BEDROCK_USERS:
+        models = bedrock_models(self.config)
+        if name in BEDROCK_USERS and models:
             fn.add_to_role_policy(
                 iam.PolicyStatement(
                     actions=["bedrock:InvokeModel"],
                     resources=[
                         f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model}"
-                        for model in (
-                            self.config.bedrock_embedding_model_id,
-                            self.config.bedrock_extraction_model_id,
-                        )
+                        for model in models
                     ],
                 )
             )
@@ -597,6 +623,37 @@ class ServiceStack(Stack):
             )
 
 
+def bedrock_models(config: StageConfig) -> tuple[str, ...]:
+    """The Bedrock models the stage's functions call (none: no grant, no endpoint)."""
+    return tuple(
+        model
+        for model, used in (
+            (config.bedrock_embedding_model_id, config.embedder == "bedrock"),
+            (config.bedrock_extraction_model_id, config.extractor == "bedrock"),
+        )
+        if used
+    )
+
+
+ACCESS_LOG_FIELDS: dict[str, str] = {
+    "requestId": "$context.requestId",
+    "requestTime": "$context.requestTime",
+    "routeKey": "$context.routeKey",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "ip": "$context.identity.sourceIp",
+    "sub": "$context.authorizer.claims.sub",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "integrationStatus": "$context.integrationStatus",
+    "integrationError": "$context.integrationErrorMessage",
+    "error": "$context.error.message",
+}
+"""One JSON line per request. HTTP APIs have no resource path or IAM user: the route key and
+the JWT's subject say what was called and by whom."""
+
+
 @jsii.implements(apigwv2.IAccessLogSettings)
 class _AccessLogSettings:
     """HTTP API access logs: JSON, one line per request, to a CloudWatch log group."""
@@ -610,17 +667,7 @@ class _AccessLogSettings:
 
     @property
     def format(self) -> apigw.AccessLogFormat:
-        return apigw.AccessLogFormat.json_with_standard_fields(
-            caller=False,
-            http_method=True,
-            ip=True,
-            protocol=True,
-            request_time=True,
-            resource_path=True,
-            response_length=True,
-            status=True,
-            user=True,
-        )
+        return apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS))
 
 
 def _pascal(name: str) -> str:

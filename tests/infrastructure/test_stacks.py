@@ -172,6 +172,11 @@ def test_each_queue_has_its_dlq_and_redrive(prod: Synthesized) -> None:
         for q in queues.values()
         if "RedrivePolicy" in q["Properties"]
     }
+    # Lambda's on-failure destinations of asynchronous invocations are dead-letter queues too.
+    dlqs |= {
+        _ref(c["Properties"]["DestinationConfig"]["OnFailure"]["Destination"])
+        for c in prod.resources("AWS::Lambda::EventInvokeConfig", "Service").values()
+    }
     working = {k: q for k, q in queues.items() if k not in dlqs}
     assert len(working) >= 2
     for logical_id, queue in working.items():
@@ -263,7 +268,8 @@ def test_maintenance_dead_letters_to_the_extraction_dlq_one_run_at_a_time(
     variables = functions[maintenance]["Properties"]["Environment"]["Variables"]
     assert _ref(variables["ENGRAM_EXTRACTION_DLQ_URL"]) == dlq
     assert "sqs:SendMessage" in _policy_actions_on(prod, maintenance, dlq)
-    assert functions[maintenance]["Properties"]["ReservedConcurrentExecutions"] == 1
+    # One run at a time by a lease in Redis (engram.maintenance.lease), not by a reservation.
+    assert "ReservedConcurrentExecutions" not in functions[maintenance]["Properties"]
     # The job dead-letters itself at extraction_max_receives; SQS must not redrive earlier.
     app_receives = int(variables["ENGRAM_EXTRACTION_MAX_RECEIVES"])
     assert app_receives >= Settings.model_fields["extraction_max_receives"].default
@@ -506,7 +512,8 @@ def test_data_resources_are_retained_and_protected_in_prod(prod: Synthesized) ->
         resources = prod.resources(type_)
         assert resources, type_
         for logical_id, resource in resources.items():
-            assert resource["DeletionPolicy"] == "Retain", logical_id
+            # kept on update and delete, removed when the create that made it rolls back
+            assert resource["DeletionPolicy"] == "RetainExceptOnCreate", logical_id
             assert resource["UpdateReplacePolicy"] == "Retain", logical_id
     (cluster,) = prod.resources("AWS::RDS::DBCluster").values()
     assert cluster["Properties"]["DeletionProtection"] is True
@@ -592,7 +599,12 @@ def test_monitoring_alarms_cover_dlqs_errors_throttles_duration_and_degradation(
     assert ("AWS/Lambda", "Duration") in metrics
     assert ("Engram", "ConsolidationDegraded") in metrics
     assert all(a["Properties"]["AlarmActions"] for a in alarms.values())
-    p99 = [a for a in alarms.values() if a["Properties"].get("ExtendedStatistic") == "p99"]
+    p99 = [
+        a
+        for a in alarms.values()
+        if a["Properties"].get("ExtendedStatistic") == "p99"
+        and a["Properties"]["Namespace"] == "AWS/Lambda"
+    ]
     assert len(p99) == len(LAMBDA_FUNCTIONS)
     assert prod.resources("AWS::CloudWatch::Dashboard", "Monitoring")
 
