@@ -1,18 +1,28 @@
-"""The deploy-time migration trigger runs ``engram migrate`` with the secret's credentials."""
+"""The deploy-time migration trigger runs ``engram migrate`` with the secret's credentials, and
+waits (within its own timeout) for a database that is not reachable yet."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import threading
+import time
 import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from infra.bundling import build_bundle, migrate_function
 from infra.functions.migrate import handler as migrate_handler
 from tests.infrastructure.bundles import HOST, import_in_bundle
+from tests.support.faultproxy import FaultProxy
+from tests.support.services import EmbeddedPostgres
+
+from engram.adapters.postgres import migrate
+from engram.local.server import FakeLambdaContext
 
 pytestmark = pytest.mark.infrastructure
 
@@ -32,6 +42,10 @@ class FakeSecrets:
         return {"SecretString": json.dumps(self.secret)}
 
 
+def context(remaining_s: float) -> FakeLambdaContext:
+    return FakeLambdaContext(_deadline=time.monotonic() + remaining_s)
+
+
 def test_credentials_come_from_the_secret_and_are_url_quoted() -> None:
     secrets = FakeSecrets({"username": "engram_admin", "password": "p@ss:w/rd%"})
     url = migrate_handler.database_url(ENV, secrets)
@@ -46,23 +60,122 @@ def test_without_a_secret_the_url_is_used_as_is() -> None:
     assert migrate_handler.database_url(env, None) == env["ENGRAM_DATABASE_URL"]
 
 
-class FakeMigrate:
-    """Stands in for ``engram.adapters.postgres.migrate``: records argv, returns ``code``."""
+def test_the_wait_is_the_invocations_remaining_time_less_a_margin() -> None:
+    budget = migrate_handler.wait_budget_s(context(600))
+    assert 600 - migrate_handler.MARGIN_S - 1 < budget <= 600 - migrate_handler.MARGIN_S
+    assert migrate_handler.wait_budget_s(context(5)) == 0
+    assert migrate_handler.wait_budget_s(None) == 0  # no context: one attempt
+
+
+# --- the retry loop, with a fake clock ------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_connection_failures_are_retried_with_backoff_until_the_server_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    outcomes: list[Exception | None] = [psycopg.OperationalError("refused")] * 4 + [None]
+    urls: list[str] = []
+
+    def apply(url: str, **_: Any) -> list[str]:
+        urls.append(url)
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+        return ["0001_memories"]
+
+    monkeypatch.setattr(migrate, "apply_migrations", apply)
+    calls = iter(range(100))
+    result = migrate.apply_migrations_retrying(
+        lambda: f"postgresql://u:p{next(calls)}@db/engram",
+        embedding_dimensions=8,
+        wait_s=60,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    assert result == migrate.Migrated(["0001_memories"], attempts=5)
+    assert clock.slept == [1, 2, 4, 8]
+    # the credentials are read again for every attempt
+    assert urls == [f"postgresql://u:p{i}@db/engram" for i in range(5)]
+
+
+def test_it_gives_up_when_the_wait_is_spent_and_raises_the_last_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+
+    def apply(url: str, **_: Any) -> list[str]:
+        raise psycopg.OperationalError(f"refused at {clock.now}")
+
+    monkeypatch.setattr(migrate, "apply_migrations", apply)
+    with pytest.raises(psycopg.OperationalError, match="refused at 31"):
+        migrate.apply_migrations_retrying(
+            "postgresql://db/engram",
+            embedding_dimensions=8,
+            wait_s=40,
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
+        )
+    assert clock.slept == [1, 2, 4, 8, 16]  # the next wait (20 s) would overrun 40 s
+    assert sum(clock.slept) <= 40
+
+
+def test_sql_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    calls: list[str] = []
+
+    def apply(url: str, **_: Any) -> list[str]:
+        calls.append(url)
+        raise psycopg.errors.SyntaxError("bad migration")
+
+    monkeypatch.setattr(migrate, "apply_migrations", apply)
+    with pytest.raises(psycopg.errors.SyntaxError):
+        migrate.apply_migrations_retrying(
+            "postgresql://db/engram",
+            embedding_dimensions=8,
+            wait_s=600,
+            sleep=clock.sleep,
+            monotonic=clock.monotonic,
+        )
+    assert len(calls) == 1
+    assert clock.slept == []
+
+
+# --- the handler ------------------------------------------------------------------------------
+
+
+class FakeApply:
+    """Stands in for ``apply_migrations_retrying``: records its arguments (url resolved)."""
 
     def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.code = 0
+        self.calls: list[dict[str, Any]] = []
+        self.error: Exception | None = None
 
-    def main(self, argv: list[str]) -> int:
-        self.calls.append(argv)
-        return self.code
+    def __call__(self, conninfo: Any, **kwargs: Any) -> migrate.Migrated:
+        self.calls.append({"url": conninfo(), **kwargs})
+        if self.error is not None:
+            raise self.error
+        return migrate.Migrated(["0001_memories"], attempts=3)
 
 
 @pytest.fixture
-def fake_migrate(monkeypatch: pytest.MonkeyPatch) -> FakeMigrate:
-    fake = FakeMigrate()
+def fake_apply(monkeypatch: pytest.MonkeyPatch) -> FakeApply:
+    fake = FakeApply()
     module = types.ModuleType("engram.adapters.postgres.migrate")
-    module.main = fake.main  # type: ignore[attr-defined]
+    module.apply_migrations_retrying = fake  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "engram.adapters.postgres.migrate", module)
     monkeypatch.setattr(
         migrate_handler, "_secrets_client", lambda: FakeSecrets({"username": "u", "password": "p"})
@@ -72,17 +185,55 @@ def fake_migrate(monkeypatch: pytest.MonkeyPatch) -> FakeMigrate:
     return fake
 
 
-def test_handler_runs_migrate_against_the_proxy(fake_migrate: FakeMigrate) -> None:
-    assert migrate_handler.handler({}, None) == {"status": "migrated"}
-    assert fake_migrate.calls == [
-        ["--database-url", "postgresql://u:p@proxy.example:5432/engram?sslmode=require"]
-    ]
+def test_handler_migrates_through_the_proxy_within_its_time(fake_apply: FakeApply) -> None:
+    assert migrate_handler.handler({}, context(300)) == {
+        "status": "migrated",
+        "applied": ["0001_memories"],
+        "attempts": 3,
+    }
+    (call,) = fake_apply.calls
+    assert call["url"] == "postgresql://u:p@proxy.example:5432/engram?sslmode=require"
+    assert 0 < call["wait_s"] <= 300 - migrate_handler.MARGIN_S
 
 
-def test_a_failed_migration_fails_the_deployment(fake_migrate: FakeMigrate) -> None:
-    fake_migrate.code = 1
-    with pytest.raises(migrate_handler.MigrationFailed, match="exited with 1"):
-        migrate_handler.handler({}, None)
+def test_a_failed_migration_fails_the_deployment(fake_apply: FakeApply) -> None:
+    fake_apply.error = psycopg.OperationalError("proxy.example unreachable")
+    with pytest.raises(migrate_handler.MigrationFailed, match="unreachable"):
+        migrate_handler.handler({}, context(60))
+    fake_apply.error = psycopg.errors.SyntaxError("bad migration")
+    with pytest.raises(migrate_handler.MigrationFailed, match="bad migration"):
+        migrate_handler.handler({}, context(60))
+
+
+def test_the_handler_waits_for_a_proxy_that_refuses_connections_then_accepts(
+    postgres: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through the fault proxy: down (connections refused) for a while, then up."""
+    database = f"migrate_retry_{time.monotonic_ns()}"
+    url = postgres.create_database(database)
+    with FaultProxy.for_postgres_url(url) as proxy:
+        proxy.down()
+        monkeypatch.setenv("ENGRAM_DATABASE_URL", proxy.url_for_postgres(database))
+        monkeypatch.delenv("ENGRAM_DATABASE_SECRET_ARN", raising=False)
+        recovered = threading.Timer(2.5, proxy.pass_through)
+        recovered.start()
+        try:
+            with caplog.at_level(logging.WARNING, logger="engram.migrate"):
+                result = migrate_handler.handler({}, context(60))
+        finally:
+            recovered.cancel()
+        stats = proxy.stats()
+        assert stats.transitions == 2  # down, then up again
+        assert stats.connections == 1  # every attempt while down was refused outright
+    assert result["status"] == "migrated"
+    assert result["attempts"] >= 2
+    assert result["applied"] == [f"{m.version:04d}_{m.name}" for m in migrate.load_migrations()]
+    waits = [r.getMessage() for r in caplog.records if "waiting for" in r.getMessage()]
+    assert waits
+    assert f"127.0.0.1:{proxy.port}/{database}" in waits[0]
+    with psycopg.connect(url) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM engram_migrations")]
+    assert versions == [m.version for m in migrate.load_migrations()]
 
 
 def test_the_migration_bundle_imports_its_handler(tmp_path: Path) -> None:

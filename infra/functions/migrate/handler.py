@@ -1,11 +1,15 @@
 """Deploy-time migration: a CDK trigger invokes this once per deployment of a changed bundle.
 
-It runs the same code as ``engram migrate`` (``engram.adapters.postgres.migrate.main``) against
-the database behind the RDS Proxy: ``ENGRAM_DATABASE_URL`` names the proxy (no credentials) and
+It runs the same code as ``engram migrate`` (``engram.adapters.postgres.migrate``) against the
+database behind the RDS Proxy: ``ENGRAM_DATABASE_URL`` names the proxy (no credentials) and
 ``ENGRAM_DATABASE_SECRET_ARN`` the Secrets Manager secret holding them, read at run time (the
 secret rotates, so credentials are never baked into the environment).
-Migrations are forward-only and serialised by an advisory lock, so a re-run is harmless.
-Raising fails the trigger, which fails (and rolls back) the deployment.
+
+On a first deploy the proxy's targets can take minutes to become available after the data
+stack is complete, so connecting is retried with backoff for as long as the invocation has
+time left (less ``MARGIN_S`` to report), re-reading the secret for every attempt and logging
+what it waits for. Migrations are forward-only and serialised by an advisory lock, so a re-run
+is harmless. Raising fails the trigger, which fails (and rolls back) the deployment.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+MARGIN_S = 15.0
+"""Seconds kept back from the invocation's remaining time to report the outcome."""
+
 
 class MigrationFailed(RuntimeError):
-    """``engram migrate`` returned a non-zero exit code."""
+    """The migrations could not be applied (the database stayed unreachable, or SQL failed)."""
 
 
 class SecretsClient(Protocol):
@@ -40,11 +47,26 @@ def _secrets_client() -> SecretsClient:
     return client
 
 
+def wait_budget_s(context: Any) -> float:
+    """How long to keep retrying: the invocation's remaining time less ``MARGIN_S``."""
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    remaining_s = getter() / 1000 if callable(getter) else MARGIN_S
+    return max(0.0, remaining_s - MARGIN_S)
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     env = dict(os.environ)
     secrets = _secrets_client() if env.get("ENGRAM_DATABASE_SECRET_ARN") else None
     migrate = importlib.import_module("engram.adapters.postgres.migrate")
-    code: int = migrate.main(["--database-url", database_url(env, secrets)])
-    if code != 0:
-        raise MigrationFailed(f"engram migrate exited with {code}")
-    return {"status": "migrated"}
+    settings = importlib.import_module("engram.settings").get_settings()
+    psycopg = importlib.import_module("psycopg")
+    try:
+        result = migrate.apply_migrations_retrying(
+            lambda: database_url(env, secrets),
+            embedding_dimensions=settings.embedding_dimensions,
+            wait_s=wait_budget_s(context),
+            connect_timeout_s=settings.database_connect_timeout_s,
+        )
+    except psycopg.Error as exc:
+        raise MigrationFailed(f"engram migrate failed: {exc}") from exc
+    return {"status": "migrated", "applied": result.applied, "attempts": result.attempts}

@@ -3,16 +3,26 @@
 Applied versions are tracked in ``engram_migrations``; runs are serialised with a
 session-level ``pg_advisory_lock``, so two deploys migrating at once both succeed (the second
 finds nothing left to do). The embedding dimension is fixed when a migration is applied.
+
+``--wait-seconds N`` keeps retrying, with exponential backoff, while the server cannot be
+reached or drops the connection (``psycopg.OperationalError``) for up to N seconds, logging
+what it waits for: on a first deploy the RDS Proxy's targets take minutes to become
+available. Re-running after a dropped connection is safe: each migration is one transaction
+recorded with its version. SQL errors are never retried.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import re
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from urllib.parse import urlsplit
 
 import psycopg
 
@@ -88,6 +98,76 @@ def apply_migrations(
     return applied
 
 
+_log = logging.getLogger("engram.migrate")
+
+FIRST_DELAY_S = 1.0
+MAX_DELAY_S = 20.0
+
+
+@dataclass(frozen=True)
+class Migrated:
+    applied: list[str]
+    attempts: int
+
+
+def target_of(conninfo: str) -> str:
+    """``host:port/database`` of a URL, without credentials (for logs)."""
+    parts = urlsplit(conninfo)
+    return f"{parts.hostname or 'local socket'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+def apply_migrations_retrying(
+    conninfo: str | Callable[[], str],
+    *,
+    embedding_dimensions: int,
+    wait_s: float,
+    connect_timeout_s: int = 10,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Migrated:
+    """:func:`apply_migrations`, retried with backoff (1 s, 2 s, 4 s, … at most 20 s) on
+    connection failures until ``wait_s`` seconds have passed; the last failure is raised.
+
+    ``conninfo`` may be a function, called for every attempt (credentials that rotate)."""
+    deadline = monotonic() + wait_s
+    delay = FIRST_DELAY_S
+    attempt = 0
+    while True:
+        attempt += 1
+        url = conninfo() if callable(conninfo) else conninfo
+        left = deadline - monotonic()
+        try:
+            applied = apply_migrations(
+                url,
+                embedding_dimensions=embedding_dimensions,
+                connect_timeout_s=max(1, min(connect_timeout_s, int(left))),
+            )
+        except psycopg.OperationalError as exc:
+            left = deadline - monotonic()
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if left < delay:
+                _log.error(
+                    "engram migrate: %s still unreachable after %d attempts: %s",
+                    target_of(url),
+                    attempt,
+                    reason,
+                )
+                raise
+            _log.warning(
+                "engram migrate: waiting for %s (attempt %d failed: %s); retrying in %.0f s, "
+                "%.0f s left",
+                target_of(url),
+                attempt,
+                reason,
+                delay,
+                left,
+            )
+            sleep(delay)
+            delay = min(delay * 2, MAX_DELAY_S)
+            continue
+        return Migrated(applied, attempt)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engram migrate", description=__doc__)
     parser.add_argument(
@@ -96,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         "(under ENGRAM_DATA_DIR)",
     )
     parser.add_argument("--embedding-dimensions", type=int, default=None)
+    parser.add_argument(
+        "--wait-seconds",
+        type=float,
+        default=0,
+        help="keep retrying an unreachable server for this long (default: one attempt)",
+    )
     args = parser.parse_args(argv)
     settings: Settings = get_settings()
     if args.database_url:
@@ -107,9 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         url = database_url(settings)
     dims = args.embedding_dimensions or settings.embedding_dimensions
     try:
-        applied = apply_migrations(
-            url, embedding_dimensions=dims, connect_timeout_s=settings.database_connect_timeout_s
-        )
+        applied = apply_migrations_retrying(
+            url,
+            embedding_dimensions=dims,
+            wait_s=args.wait_seconds,
+            connect_timeout_s=settings.database_connect_timeout_s,
+        ).applied
     except psycopg.Error as exc:
         print(f"engram migrate: failed: {exc}", file=sys.stderr)
         return 1
