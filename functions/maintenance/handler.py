@@ -1,11 +1,13 @@
 """The maintenance function: invoked by EventBridge every few minutes (``{"engramSchedule":
 "frequent"}``) and daily (``{"engramSchedule": "daily"}``); locally by the dev server's timer.
 
-One invocation builds the job from the process's container
-(``engram.maintenance.wiring.build_maintenance_job``), runs it within the Lambda's remaining
-time (``MaintenanceJob.run(remaining_ms=context.get_remaining_time_in_millis())``), emits every
-count of the report as an EMF metric (namespace ``Engram``, dimension ``Schedule``) and
-returns the report as camelCase JSON. A task's failure is in the report (``Errors`` metric),
+One invocation takes the maintenance lease (``engram.maintenance.lease``: one run at a time;
+a run that finds it taken records its schedule for the next holder and returns
+``{"skipped": true, ...}`` with the metric ``SkippedLeaseHeld``), builds the job from the
+process's container (``engram.maintenance.wiring.build_maintenance_job``), runs it within the
+Lambda's remaining time (``MaintenanceJob.run(remaining_ms=...)``), emits every count of the
+report as an EMF metric (namespace ``Engram``, dimension ``Schedule``) and returns the report
+as camelCase JSON. A task's failure is in the report (``Errors`` metric),
 never an exception; an exception here means the job could not even be built (configuration,
 secrets) and the invocation fails, so EventBridge retries it and the Lambda error alarm fires.
 See ``docs/operations.md``.
@@ -18,11 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from engram.adapters.observability import add_metric, instrument, logger, metrics
 from engram.bootstrap import get_container
-from engram.maintenance.wiring import DAILY, FREQUENT, build_maintenance_job
+from engram.maintenance.lease import GRACE_MS, run_serialised
+from engram.maintenance.models import DAILY, FREQUENT
+from engram.maintenance.wiring import build_maintenance_job, maintenance_lease
 
 if TYPE_CHECKING:
     from engram.bootstrap import Container
     from engram.maintenance.job import MaintenanceJob
+    from engram.maintenance.models import MaintenanceReport
+    from engram.maintenance.ports import MaintenanceLease
 
 #: JMESPath of the correlation id: the EventBridge event id.
 EVENT_ID = "id"
@@ -51,19 +57,48 @@ def run(
     *,
     container: Container | None = None,
     build: Builder | None = None,
+    lease: MaintenanceLease | None = None,
 ) -> dict[str, Any]:
-    """One run; ``container`` (default: the process's) and ``build`` (default:
-    ``build_maintenance_job``) are for tests."""
-    schedule = schedule_of(event)
-    job = (build or build_maintenance_job)(container or get_container(), schedule=schedule)
-    report = job.run(remaining_ms=remaining_ms_of(context))
+    """One run; ``container`` (default: the process's), ``build`` (default:
+    ``build_maintenance_job``) and ``lease`` (default: the container's) are for tests."""
+    requested = schedule_of(event)
+    container = container or get_container()
+    remaining_ms = remaining_ms_of(context)
+    limit_ms = (
+        remaining_ms if remaining_ms is not None else container.settings.maintenance_max_run_ms
+    )
+
+    def job_run(schedule: str) -> MaintenanceReport:
+        job = (build or build_maintenance_job)(container, schedule=schedule)
+        return job.run(remaining_ms=remaining_ms)
+
+    outcome = run_serialised(
+        lease or maintenance_lease(container),
+        schedule=requested,
+        ttl_ms=limit_ms + GRACE_MS,
+        run=job_run,
+    )
+    schedule = outcome.schedule
     metrics().add_dimension(name="Schedule", value=schedule)
+    if outcome.result is None:
+        add_metric("SkippedLeaseHeld", 1)
+        logger().info(
+            "maintenance run skipped: another run holds the lease", extra={"schedule": schedule}
+        )
+        return {
+            "skipped": True,
+            "reason": "another maintenance run holds the lease",
+            "schedule": schedule,
+        }
+    report = outcome.result
     for name, value in sorted(report.metrics().items()):
         add_metric(name, value)
     body: dict[str, Any] = report.model_dump(mode="json", by_alias=True)
     log = logger()
     summary = {
         "schedule": schedule,
+        "requestedSchedule": requested,
+        "lease": outcome.lease,
         "cutOff": report.cut_off,
         "errors": report.errors,
         "tasks": {

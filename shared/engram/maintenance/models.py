@@ -14,6 +14,11 @@ from pydantic.alias_generators import to_camel
 from engram.clock import MS_PER_DAY
 from engram.extraction.models import TranscriptJob
 
+FREQUENT = "frequent"
+"""The frequent schedule: every task but retention (see ``engram.maintenance.wiring``)."""
+DAILY = "daily"
+"""The daily schedule: every task. So is any other (the local timer sends none)."""
+
 TaskName = Literal["prune", "sweep", "retention", "erasure", "extraction"]
 TASK_ORDER: tuple[TaskName, ...] = ("prune", "sweep", "retention", "erasure", "extraction")
 

@@ -20,6 +20,27 @@ class MaintenanceStateStore(Protocol):
     def set(self, state: dict[str, Any]) -> None: ...
 
 
+class MaintenanceLease(Protocol):
+    """At most one maintenance run at a time: a lease with a time to live, and the schedules
+    of the runs that found it taken (so the next holder does their work)."""
+
+    def acquire(self, ttl_ms: int) -> str | None:
+        """A token if the lease was free (it is now held for ``ttl_ms``), else None."""
+        ...
+
+    def release(self, token: str) -> None:
+        """Give the lease up, if ``token`` still holds it."""
+        ...
+
+    def add_pending(self, schedule: str) -> None:
+        """Remember that a run of ``schedule`` was skipped."""
+        ...
+
+    def take_pending(self) -> set[str]:
+        """The schedules skipped since the last call (and forget them)."""
+        ...
+
+
 class BehaviourMaintenance(Protocol):
     """Retention operations of the behavioural store, per identity, driven by its identity
     index (never by scanning the keyspace)."""

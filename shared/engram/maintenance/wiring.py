@@ -41,17 +41,14 @@ from engram.clock import Clock
 from engram.extraction.drain import ExtractionConfig
 from engram.extraction.models import TranscriptJob
 from engram.maintenance.job import MaintenanceJob
-from engram.maintenance.models import MaintenanceConfig
+from engram.maintenance.models import FREQUENT, MaintenanceConfig
 from engram.settings import Settings
 
 if TYPE_CHECKING:
     from engram.bootstrap import Container
     from engram.extraction.ports import Extractor
-    from engram.maintenance.ports import TranscriptQueue
+    from engram.maintenance.ports import MaintenanceLease, TranscriptQueue
     from engram.memories.service import MemoryService
-
-FREQUENT = "frequent"
-DAILY = "daily"
 
 _cache: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
@@ -125,6 +122,13 @@ def extractor(container: Container) -> Extractor:
 
     built: Extractor = _cached(container, "extractor", make)
     return built
+
+
+def maintenance_lease(container: Container) -> MaintenanceLease:
+    """The lease that serialises runs: ``RedisMaintenanceLease`` on the container's Redis."""
+    from engram.adapters.maintenance_lease import RedisMaintenanceLease
+
+    return RedisMaintenanceLease(container.redis, prefix=container.settings.redis_key_prefix)
 
 
 def build_maintenance_job(

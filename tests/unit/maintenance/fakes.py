@@ -300,3 +300,43 @@ class FakeSink:
     def is_erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
         at = self.erased.get((team_id, user_id))
         return at is not None and at >= since_ms
+
+
+class FakeLease:
+    """An in-memory ``MaintenanceLease``; ``down`` makes every call raise."""
+
+    def __init__(self) -> None:
+        self.holder: str | None = None
+        self.ttls: list[int] = []
+        self.pending: set[str] = set()
+        self.released: list[str] = []
+        self.down = False
+        self._next = 0
+
+    def _check(self) -> None:
+        if self.down:
+            raise ConnectionError("lease store down")
+
+    def acquire(self, ttl_ms: int) -> str | None:
+        self._check()
+        if self.holder is not None:
+            return None
+        self._next += 1
+        self.holder = f"token-{self._next}"
+        self.ttls.append(ttl_ms)
+        return self.holder
+
+    def release(self, token: str) -> None:
+        self._check()
+        self.released.append(token)
+        if self.holder == token:
+            self.holder = None
+
+    def add_pending(self, schedule: str) -> None:
+        self._check()
+        self.pending.add(schedule)
+
+    def take_pending(self) -> set[str]:
+        self._check()
+        taken, self.pending = self.pending, set()
+        return taken

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 from functions.maintenance import handler as module
-from tests.unit.maintenance.fakes import FakeBehaviour, FakeErasureLog, FakeMemories, FakeState
+from tests.unit.maintenance.fakes import (
+    FakeBehaviour,
+    FakeErasureLog,
+    FakeLease,
+    FakeMemories,
+    FakeState,
+)
 
 from engram.bootstrap import Container, set_container
 from engram.clock import FakeClock
@@ -157,3 +163,34 @@ def test_a_job_that_cannot_be_built_fails_the_invocation(monkeypatch: pytest.Mon
             module.handler({"engramSchedule": "daily"}, Context(60_000))
     finally:
         set_container(old)
+
+
+def test_a_run_takes_the_lease_for_its_remaining_time_plus_grace(spy: Spy) -> None:
+    from engram.maintenance.lease import GRACE_MS
+
+    lease = FakeLease()
+    module.run({"engramSchedule": "frequent"}, Context(200_000), lease=lease)
+    assert lease.ttls == [200_000 + GRACE_MS]
+    assert lease.holder is None
+
+
+def test_a_run_that_finds_the_lease_taken_is_skipped_and_says_so(
+    spy: Spy, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = FakeLease()
+    lease.holder = "a-long-run"
+    monkeypatch.setattr(module, "maintenance_lease", lambda container: lease)
+    body = module.handler({"engramSchedule": "daily"}, Context(60_000))
+    assert body == {
+        "skipped": True,
+        "reason": "another maintenance run holds the lease",
+        "schedule": "daily",
+    }
+    assert spy.calls == []  # no job was even built
+    assert lease.pending == {"daily"}
+    docs = emf_lines(capsys.readouterr().out)
+    assert value(next(d for d in docs if "SkippedLeaseHeld" in d), "SkippedLeaseHeld") == 1
+    # the next run to get the lease does the daily work
+    lease.holder = None
+    module.handler({"engramSchedule": "frequent"}, Context(60_000))
+    assert [s for _, s in spy.calls] == ["daily"]
