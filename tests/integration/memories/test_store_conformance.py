@@ -1,12 +1,14 @@
-"""MemoryStore conformance: the same tests on the in-memory and the PostgreSQL adapter."""
+"""MemoryStore conformance: the same tests on the in-memory and the PostgreSQL adapter, the
+latter on PostgreSQL 18 and on 16 (the major version Aurora runs, with an older pgvector)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from tests.integration.memories.conftest import DIMS, Backend
+from tests.integration.memories.conftest import DIMS, Backend, open_backend
 
 from engram.memories.models import (
     MemoryFilter,
@@ -20,6 +22,12 @@ from engram.memories.models import (
 from engram.memories.ports import AccessContext
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    yield from open_backend(request, request.param)
+
 
 T = "team-1"
 ALICE = AccessContext(T, "alice")

@@ -1,8 +1,10 @@
 """``engram migrate``: apply the forward-only SQL migrations shipped with this package.
 
-Applied versions are tracked in ``engram_migrations``; runs are serialised with a
-session-level ``pg_advisory_lock``, so two deploys migrating at once both succeed (the second
-finds nothing left to do). The embedding dimension is fixed when a migration is applied.
+Before anything is applied the server's pgvector is checked
+(``engram.adapters.postgres.pgvector``: refused clearly when missing or too old). Applied
+versions are tracked in ``engram_migrations``; runs are serialised with a session-level
+``pg_advisory_lock``, so two deploys migrating at once both succeed (the second finds nothing
+left to do). The embedding dimension is fixed when a migration is applied.
 
 ``--wait-seconds N`` keeps retrying, with exponential backoff, while the server cannot be
 reached or drops the connection (``psycopg.OperationalError``) for up to N seconds, logging
@@ -26,9 +28,11 @@ from urllib.parse import urlsplit
 
 import psycopg
 
+from engram.adapters.postgres import pgvector
 from engram.settings import Settings, get_settings
 
 LOCK_KEY = 0x656E6772616D  # "engram"
+_log = logging.getLogger("engram.migrate")
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 _TRACKING = """
@@ -75,6 +79,8 @@ def apply_migrations(
     ) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
         try:
+            for notice in pgvector.probe(conn).check():
+                _log.warning("engram migrate: %s", notice)
             conn.execute(_TRACKING)
             done = {row[0] for row in conn.execute("SELECT version FROM engram_migrations")}
             for migration in load_migrations():
@@ -97,8 +103,6 @@ def apply_migrations(
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
     return applied
 
-
-_log = logging.getLogger("engram.migrate")
 
 FIRST_DELAY_S = 1.0
 MAX_DELAY_S = 20.0
