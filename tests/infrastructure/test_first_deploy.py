@@ -9,6 +9,7 @@ maintenance function's asynchronous-invocation settings, the alarms, and the AZs
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -326,3 +327,88 @@ def test_without_configured_azs_the_first_two_of_the_region_are_used(prod: Synth
     assert len(azs) == STAGES["prod"].max_azs
     for index, az in enumerate(azs):
         assert az == {"Fn::Select": [index, {"Fn::GetAZs": ""}]}
+
+
+# --- the cost of a stage at rest (docs/deployment.md) ---------------------------------------
+
+DEPLOYMENT_DOC = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
+HOURS = 730
+
+
+def _table(text: str, header: str) -> list[list[str]]:
+    lines = text[text.index(header) :].splitlines()
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def _prices(text: str) -> dict[str, float]:
+    prices = {}
+    for key, _service, _unit, price in _table(text, "| key | service | unit | price |"):
+        keys = re.findall(r"`([a-z0-9-]+)`", key)
+        values = [float(v) for v in re.findall(r"[\d.]+", price)]
+        prices.update(zip(keys, values, strict=True))
+    return prices
+
+
+def _cost(cell: str) -> float:
+    return float(re.findall(r"\d+\.\d\d", cell)[-1])
+
+
+def _count(cell: str) -> float:
+    return float(cell.split("→", maxsplit=1)[0].split("×", maxsplit=1)[0].strip())
+
+
+def test_the_cost_at_rest_follows_the_templates_and_the_price_table(synth_cache: Any) -> None:
+    """The per-stage figures of docs/deployment.md: counts as synthesised, prices from its one
+    price table, and the totals add up."""
+    text = DEPLOYMENT_DOC.read_text()
+    prices = _prices(text)
+    rows = {
+        row[0].split(" (")[0]: row[1:] for row in _table(text, "| item | dev | staging | prod |")
+    }
+    for column, stage in enumerate(("dev", "staging", "prod")):
+        synth: Synthesized = synth_cache(stage)
+        config = STAGES[stage]
+        cells = {item: cells[column] for item, cells in rows.items()}
+        endpoints = len(synth.resources("AWS::EC2::VPCEndpoint"))
+        azs = len(synth.resources("AWS::EC2::Subnet"))
+        assert _count(cells["interface endpoints"]) == endpoints
+        assert _cost(cells["interface endpoints"]) == round(
+            prices["endpoint-hour"] * endpoints * azs * HOURS, 2
+        )
+        assert not synth.resources("AWS::EC2::NatGateway")
+        instances = len(synth.resources("AWS::RDS::DBInstance"))
+        assert cells["Aurora at its minimum"].startswith(f"{config.aurora_min_acu:g} × {instances}")
+        assert _cost(cells["Aurora at its minimum"]) == round(
+            prices["aurora-acu"] * config.aurora_min_acu * instances * HOURS, 2
+        )
+        assert _cost(cells["RDS Proxy at its minimum"]) == round(
+            prices["rds-proxy-acu"] * 8 * HOURS, 2
+        )
+        assert _cost(cells["ElastiCache Serverless Valkey at its minimum"]) == round(
+            prices["valkey-storage"] * 0.1 * HOURS, 2
+        )
+        for item, type_, key in (
+            ("KMS keys", "AWS::KMS::Key", "kms-key"),
+            ("secrets", "AWS::SecretsManager::Secret", "secret"),
+            ("alarms", "AWS::CloudWatch::Alarm", "alarm"),
+        ):
+            found = len(synth.resources(type_))
+            assert _count(cells[item]) == found, (stage, item)
+            assert _cost(cells[item]) == round(prices[key] * found, 2), (stage, item)
+        assert len(synth.resources("AWS::CloudWatch::Dashboard")) == 1
+        assert _cost(cells["dashboard"]) == prices["dashboard"]
+        machine = [
+            c
+            for c in synth.resources("AWS::Cognito::UserPoolClient").values()
+            if c["Properties"].get("AllowedOAuthFlows") == ["client_credentials"]
+        ]
+        item = "Cognito machine-to-machine clients"
+        assert _count(cells[item]) == len(machine)
+        assert _cost(cells[item]) == round(prices["cognito-m2m-client"] * len(machine), 2)
+        parts = sum(_cost(cell) for name, cell in cells.items() if name != "**total at rest**")
+        assert _count(cells["**total at rest**"].strip("*≈ ")) == round(parts)
