@@ -15,6 +15,15 @@ from infra.app import create_app
 from infra.config import StageConfig
 
 
+def ref(value: Any) -> str:
+    """The logical id a Ref / Fn::GetAtt points at."""
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return str(value["Fn::GetAtt"][0])
+    raise AssertionError(f"not a reference: {value!r}")
+
+
 @dataclass
 class Synthesized:
     """One synthesised stage: its cloud assembly directory and the stacks' templates."""

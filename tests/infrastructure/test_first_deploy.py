@@ -19,6 +19,7 @@ from infra.config import STAGES, StageConfig
 from infra.lint import ACCEPTED, lint, templates_of
 from infra.stacks.service import ACCESS_LOG_FIELDS
 from tests.infrastructure.synth import Synthesized
+from tests.infrastructure.synth import ref as _ref
 
 pytestmark = pytest.mark.infrastructure
 
@@ -38,14 +39,6 @@ CUSTOM = StageConfig(
 def custom(synth_cache: Any) -> Synthesized:
     result: Synthesized = synth_cache(CUSTOM)
     return result
-
-
-def _ref(value: Any) -> str:
-    if isinstance(value, dict) and "Ref" in value:
-        return str(value["Ref"])
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return str(value["Fn::GetAtt"][0])
-    raise AssertionError(f"not a reference: {value!r}")
 
 
 def _maintenance(synth: Synthesized) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from infra.config import LAMBDA_FUNCTIONS, STAGES
 from infra.constructs.nag import acknowledge, enable_aws_solutions
 from infra.stacks.service import ROUTES
 from tests.infrastructure.synth import Synthesized
+from tests.infrastructure.synth import ref as _ref
 
 from engram.settings import Settings
 
@@ -50,15 +51,6 @@ SPEC_ROUTES = {
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def _ref(value: Any) -> str:
-    """The logical id a Ref / Fn::GetAtt points at."""
-    if isinstance(value, dict) and "Ref" in value:
-        return str(value["Ref"])
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return str(value["Fn::GetAtt"][0])
-    raise AssertionError(f"not a reference: {value!r}")
 
 
 def _resolve(synth: Synthesized, value: Any) -> tuple[str, str]:
