@@ -19,6 +19,7 @@ from engram.api.models import (
     ExtractionSettingsOut,
     FactsResponse,
     HealthResponse,
+    MemoryHistoryResponse,
     MemoryListResponse,
     MemoryPatchRequest,
     MemoryRecallQuery,
@@ -36,7 +37,7 @@ from engram.api.models import (
     ToolsResponse,
 )
 from engram.errors import NotFound
-from engram.use_cases.convert import epoch_ms, fact_out, memory_out
+from engram.use_cases.convert import action_out, epoch_ms, fact_out, memory_out
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -136,6 +137,17 @@ def archive_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     return respond(200, memory_out(req.container.memories.archive(caller, _id("id", memory_id))))
+
+
+@app.get("/v1/memories/<memory_id>/history")
+def memory_history(memory_id: str) -> Response[str]:
+    req = request(app)
+    memory_id = _id("id", memory_id)
+    actions = req.container.memories.history(req.caller, memory_id)
+    return respond(
+        200,
+        MemoryHistoryResponse(memory_id=memory_id, actions=[action_out(a) for a in actions]),
+    )
 
 
 # --- tools ---------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ ROUTES: tuple[Route, ...] = (
     Route(PATCH, "/v1/memories/{id}", "memories"),
     Route(DELETE, "/v1/memories/{id}", "memories"),
     Route(POST, "/v1/memories/{id}/archive", "memories"),
+    Route(GET, "/v1/memories/{id}/history", "memories"),
     Route(GET, "/v1/tools", "memories"),
     Route(POST, "/v1/tools/{name}", "memories"),
     Route(GET, "/v1/review", "memories"),

@@ -97,7 +97,11 @@ class Settings(BaseSettings):
     bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
     """Bedrock model used by the Converse extractor."""
     max_memories_per_user: int = Field(default=5000, ge=1)
-    """Quota of user-scope memories per user (429 past it)."""
+    """Quota of memories per user: their user and persona_user rows, any persona (429)."""
+    max_memories_per_persona: int | None = Field(default=None, ge=1)
+    """Quota of memories per persona: its persona and persona_user rows (unset: none)."""
+    max_memories_per_team: int | None = Field(default=None, ge=1)
+    """Quota of memories per team, every scope (unset: none)."""
     extraction_max_tokens: int = Field(default=2048, ge=64, le=32_000)
     """Max output tokens of one Bedrock extraction call."""
     extraction_max_receives: int = Field(default=5, ge=1, le=100)

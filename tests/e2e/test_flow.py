@@ -263,7 +263,7 @@ def test_transcripts_become_pending_memories_that_admins_approve_or_reject(
     approved = admin.approve(keep["id"])
     assert approved["status"] == "active"
     rejected = admin.reject(drop["id"])
-    assert rejected["status"] == "archived"
+    assert rejected["status"] == "rejected"
     remaining = {m["id"] for m in admin.review_queue()}
     assert keep["id"] not in remaining
     assert drop["id"] not in remaining
@@ -271,7 +271,8 @@ def test_transcripts_become_pending_memories_that_admins_approve_or_reject(
     for call in (lambda: admin.approve(drop["id"]), lambda: admin.reject(keep["id"])):
         with pytest.raises(EngramAPIError) as err:
             call()
-        assert err.value.status == 404  # no longer pending
+        assert (err.value.status, err.value.code) == (409, "conflict")  # already decided
+    assert [a["action"] for a in admin.memory_history(drop["id"])] == ["reject"]
 
     # a rejected proposal is never resurrected by the same sentence in a later transcript
     alice.send_transcript("conv-again", [{"role": "user", "content": "I live in Lisbon."}])

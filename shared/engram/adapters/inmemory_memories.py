@@ -10,9 +10,18 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from engram.clock import Clock, SystemClock
-from engram.errors import Conflict, InvalidInput
+from engram.errors import Conflict, InvalidInput, QuotaExceeded
+from engram.memories.lifecycle import (
+    AuditStamp,
+    Quotas,
+    audit_row,
+    counts_toward,
+    subject_user,
+    suppression_digest,
+)
 from engram.memories.models import (
     ERASED_ACTOR,
+    LIVE_STATUSES,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -32,8 +41,15 @@ from engram.memories.recall import rank_in_memory
 _DedupKey = tuple[str, Scope, str, str, str]
 
 
+_SuppressionKey = tuple[str, Scope, str, str, bytes]
+
+
 def _dedup(m: Memory | NewMemory) -> _DedupKey:
     return (m.team_id, m.scope, m.owner_id, m.user_id or "", m.key)
+
+
+def _suppression_key(m: Memory | NewMemory) -> _SuppressionKey:
+    return (m.team_id, m.scope, m.owner_id, m.user_id or "", suppression_digest(m.key, m.value))
 
 
 def encode_cursor(created_at: datetime, memory_id: str) -> str:
@@ -53,6 +69,12 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return when, memory_id
 
 
+def _suppression_user(k: _SuppressionKey) -> str | None:
+    """The user a suppression is about (as ``subject_user``; persona rows: none)."""
+    _, scope, owner, user, _ = k
+    return owner if scope is Scope.USER else (user or None)
+
+
 class ErasedSince(Protocol):
     """The part of ``engram.maintenance.ports.ErasureLog`` the store consults."""
 
@@ -60,8 +82,8 @@ class ErasedSince(Protocol):
 
 
 class InMemoryMemoryStore:
-    """``erasures``: an erasure log that ``upsert_unless_erased`` consults besides the
-    erasures this store has done itself (``erase_user``)."""
+    """``erasures``: an erasure log that ``propose`` consults besides the erasures this store
+    has done itself (``erase_user``)."""
 
     def __init__(self, clock: Clock | None = None, *, erasures: ErasedSince | None = None) -> None:
         self._clock = clock or SystemClock()
@@ -74,6 +96,8 @@ class InMemoryMemoryStore:
         self._personas: dict[tuple[str, str], Persona] = {}
         self._teams: dict[str, TeamSettings] = {}
         self._actions: list[ReviewAction] = []
+        #: suppressions (a person's deletions and archives) -> the persona row's source user
+        self._suppressions: dict[_SuppressionKey, str | None] = {}
         self._last = datetime.fromtimestamp(0, UTC)
 
     def _now(self) -> datetime:
@@ -83,47 +107,107 @@ class InMemoryMemoryStore:
         return self._last
 
     # --- MemoryStore ------------------------------------------------------------------------
-    def upsert(self, ctx: AccessContext, memory: NewMemory) -> tuple[Memory, bool]:
+    def upsert(
+        self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
+    ) -> tuple[Memory, bool]:
         if not can_write(ctx, memory.team_id, memory.scope, memory.owner_id, memory.user_id):
             raise PermissionError("row-level security: write outside the caller's rows")
         with self._lock:
-            now = self._now()
-            existing_id = self._by_key.get(_dedup(memory))
-            fields = memory.model_dump(exclude={"embedding"})
-            if existing_id is not None:
-                old = self._rows[existing_id]
-                row = Memory(
-                    **{**fields, "id": old.id, "created_at": old.created_at, "updated_at": now}
-                )
-                created = False
-            else:
-                row = Memory(**fields, id=str(uuid.uuid4()), created_at=now, updated_at=now)
-                created = True
-            self._rows[row.id] = row
-            self._by_key[_dedup(row)] = row.id
-            if memory.embedding is not None:
-                self._embeddings[row.id] = list(memory.embedding)
-            else:  # like PostgreSQL: a new value without an embedding drops the stale one
-                self._embeddings.pop(row.id, None)
-            return row, created
+            existing = self._live_row(memory)
+            if existing is None:
+                self._refuse_past_limits(memory, quotas)
+            return self._write(memory, existing)
 
-    def upsert_unless_erased(
-        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
+    def _live_row(self, memory: NewMemory) -> Memory | None:
+        if memory.status not in LIVE_STATUSES:
+            return None  # a rejected row never takes a key's place
+        existing_id = self._by_key.get(_dedup(memory))
+        return self._rows[existing_id] if existing_id is not None else None
+
+    def _refuse_past_limits(self, memory: NewMemory, quotas: Quotas | None) -> None:
+        if quotas is None or memory.status not in LIVE_STATUSES:
+            return
+        team_rows = [r for r in self._rows.values() if r.team_id == memory.team_id]
+        for subject in quotas.subjects(memory):
+            if sum(1 for r in team_rows if counts_toward(r, subject)) >= subject.limit:
+                raise subject.exceeded()
+
+    def _write(self, memory: NewMemory, existing: Memory | None) -> tuple[Memory, bool]:
+        now = self._now()
+        fields = {
+            **memory.model_dump(exclude={"embedding"}),
+            "source_user_id": memory.source_user_id,
+        }
+        if existing is not None:
+            row = Memory(
+                **{
+                    **fields,
+                    "id": existing.id,
+                    "created_at": existing.created_at,
+                    "updated_at": now,
+                }
+            )
+        else:
+            row = Memory(**fields, id=str(uuid.uuid4()), created_at=now, updated_at=now)
+        self._rows[row.id] = row
+        if row.status in LIVE_STATUSES:
+            self._by_key[_dedup(row)] = row.id
+        if memory.embedding is not None:
+            self._embeddings[row.id] = list(memory.embedding)
+        else:  # like PostgreSQL: a new value without an embedding drops the stale one
+            self._embeddings.pop(row.id, None)
+        return row, existing is None
+
+    def propose(
+        self,
+        ctx: AccessContext,
+        memory: NewMemory,
+        *,
+        quotas: Quotas | None = None,
+        not_erased_since_ms: int | None = None,
     ) -> tuple[Memory, bool] | None:
-        """``upsert``, unless (``ctx.team_id``, ``user_id``) was erased at or after
-        ``since_ms`` (by ``erase_user`` here, or in the erasure log): then ``None``, nothing
-        written. Checked and written under the store's lock, like PostgreSQL's one
-        statement."""
-        since = datetime.fromtimestamp(since_ms / 1000, UTC)
+        """As PostgreSQL's one statement, under the store's lock: nothing when the source user
+        was erased at or after ``not_erased_since_ms`` (here or in the erasure log), when a
+        rejected row or a suppression holds the same key and value, when the key's live row
+        is active, or when a quota is full; else created, refreshed or revived."""
         with self._lock:
-            erased = self._erased_at.get((ctx.team_id, user_id))
-            if erased is not None and erased >= since:
-                return None
-            if self._erasures is not None and self._erasures.erased_since(
-                ctx.team_id, user_id, since_ms
+            if not_erased_since_ms is not None and self._erased(
+                ctx.team_id, memory.source_user_id or "", not_erased_since_ms
             ):
                 return None
-            return self.upsert(ctx, memory)
+            if self._suppressed(memory):
+                return None
+            if not can_write(ctx, memory.team_id, memory.scope, memory.owner_id, memory.user_id):
+                raise PermissionError("row-level security: write outside the caller's rows")
+            existing = self._live_row(memory)
+            if existing is not None and existing.status is Status.ACTIVE:
+                return None
+            if existing is None:
+                try:
+                    self._refuse_past_limits(memory, quotas)
+                except QuotaExceeded:
+                    return None
+            return self._write(memory, existing)
+
+    def _erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
+        erased = self._erased_at.get((team_id, user_id))
+        if erased is not None and erased >= datetime.fromtimestamp(since_ms / 1000, UTC):
+            return True
+        return self._erasures is not None and self._erasures.erased_since(
+            team_id, user_id, since_ms
+        )
+
+    def _suppress(self, memory: Memory) -> None:
+        source = memory.source_user_id if memory.scope is Scope.PERSONA else None
+        self._suppressions.setdefault(_suppression_key(memory), source)
+
+    def _suppressed(self, memory: NewMemory) -> bool:
+        if _suppression_key(memory) in self._suppressions:
+            return True
+        return any(
+            r.status is Status.REJECTED and _dedup(r) == _dedup(memory) and r.value == memory.value
+            for r in self._rows.values()
+        )
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         with self._lock:
@@ -152,6 +236,8 @@ class InMemoryMemoryStore:
             if flt.user_id is not None and r.user_id != flt.user_id:
                 continue
             if flt.status is not None and r.status is not flt.status:
+                continue
+            if flt.source_user_id is not None and r.source_user_id != flt.source_user_id:
                 continue
             if flt.persona_id is not None and not (
                 r.scope in (Scope.PERSONA, Scope.PERSONA_USER) and r.owner_id == flt.persona_id
@@ -184,41 +270,86 @@ class InMemoryMemoryStore:
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        decided: AuditStamp | None = None,
     ) -> Memory | None:
         with self._lock:
-            row = self._rows.get(memory_id)
-            if row is None or not memory_visible(ctx, row):
+            row = self._writable(ctx, memory_id)
+            if row is None:
                 return None
-            if not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
-                return None
-            changes: dict[str, object] = {"updated_at": self._now()}
-            if key is not None:
-                changes["key"] = key
-            if value is not None:
-                changes["value"] = value
-            if confidence is not None:
-                changes["confidence"] = confidence
-            if status is not None:
-                changes["status"] = status
-            new = Memory.model_validate({**row.model_dump(), "team_id": row.team_id, **changes})
-            if _dedup(new) != _dedup(row):
-                if _dedup(new) in self._by_key:
-                    raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
-                del self._by_key[_dedup(row)]
-                self._by_key[_dedup(new)] = new.id
-            self._rows[new.id] = new
-            if embedding is not None:
-                self._embeddings[new.id] = list(embedding)
+            if row.status is Status.REJECTED:
+                raise Conflict("a rejected proposal cannot be edited; delete it instead")
+            new = self._change(
+                row,
+                key=key,
+                value=value,
+                confidence=confidence,
+                status=status,
+                embedding=embedding,
+            )
+            if decided is not None:
+                self._actions.append(audit_row(decided, new.id, row, new))
+                if new.status is Status.ARCHIVED and row.status is not Status.ARCHIVED:
+                    self._suppress(new)
             return new
 
-    def delete(self, ctx: AccessContext, memory_id: str) -> bool:
+    def review(
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        status: Status,
+        decided: AuditStamp,
+        key: str | None = None,
+        value: str | None = None,
+        embedding: list[float] | None = None,
+    ) -> Memory | None:
+        with self._lock:
+            row = self._writable(ctx, memory_id)
+            if row is None:
+                return None
+            if row.status is not Status.PENDING_REVIEW:
+                raise Conflict(f"this memory was already reviewed (it is {row.status.value})")
+            new = self._change(row, key=key, value=value, status=status, embedding=embedding)
+            self._actions.append(audit_row(decided, new.id, row, new))
+            return new
+
+    def _writable(self, ctx: AccessContext, memory_id: str) -> Memory | None:
+        row = self._rows.get(memory_id)
+        if row is None or not memory_visible(ctx, row):
+            return None
+        if not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
+            return None
+        return row
+
+    def _change(self, row: Memory, *, embedding: list[float] | None, **fields: object) -> Memory:
+        changes = {name: v for name, v in fields.items() if v is not None}
+        new = Memory.model_validate({**row.internal_fields(), **changes, "updated_at": self._now()})
+        was_live, live = row.status in LIVE_STATUSES, new.status in LIVE_STATUSES
+        if live and (not was_live or _dedup(new) != _dedup(row)) and _dedup(new) in self._by_key:
+            raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
+        if was_live:
+            del self._by_key[_dedup(row)]
+        if live:
+            self._by_key[_dedup(new)] = new.id
+        self._rows[new.id] = new
+        if embedding is not None:
+            self._embeddings[new.id] = list(embedding)
+        return new
+
+    def delete(
+        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+    ) -> bool:
         with self._lock:
             row = self._rows.get(memory_id)
             if row is None or not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
                 return False
             del self._rows[memory_id]
-            self._by_key.pop(_dedup(row), None)
+            if row.status in LIVE_STATUSES:
+                self._by_key.pop(_dedup(row), None)
             self._embeddings.pop(memory_id, None)
+            if decided is not None:
+                self._actions.append(audit_row(decided, row.id, row, None))
+                self._suppress(row)
             return True
 
     def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
@@ -254,31 +385,45 @@ class InMemoryMemoryStore:
             )
 
     def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
-        counts = {Scope.USER.value: 0, Scope.PERSONA_USER.value: 0}
+        """As PostgreSQL's erasure: the user's rows, the persona rows learnt from them, the
+        audit about any of those, their suppressions; their actor id off the rest."""
+        counts = {s.value: 0 for s in Scope}
+        system = AccessContext(ctx.team_id, ctx.user_id, elevated=True)
         with self._lock:
             self._erased_at[(ctx.team_id, user_id)] = self._now()
             erased: set[str] = set()
             for r in list(self._rows.values()):
-                mine = (r.scope is Scope.USER and r.owner_id == user_id) or (
-                    r.scope is Scope.PERSONA_USER and r.user_id == user_id
-                )
-                if mine and self.delete(ctx, r.id):
+                if r.team_id != ctx.team_id or subject_user(r) != user_id:
+                    continue
+                if self.delete(system if r.scope is Scope.PERSONA else ctx, r.id):
                     counts[r.scope.value] += 1
                     erased.add(r.id)
-            # the audit: rows about the user's memories go; rows where they acted lose the actor
             team = [a for a in self._actions if a.team_id == ctx.team_id]
-            erased |= {a.memory_id for a in team if audit_is_about(a, user_id)}
+            legacy = {  # rows written before about_user_id: judged by their copies
+                a.memory_id for a in team if a.about_user_id is None and audit_is_about(a, user_id)
+            }
             kept: list[ReviewAction] = []
+            audit = 0
             for a in self._actions:
+                about = a.about_user_id == user_id or a.memory_id in erased
                 if a.team_id != ctx.team_id:
                     kept.append(a)
-                elif a.memory_id not in erased:
+                elif about or (a.about_user_id is None and a.memory_id in legacy):
+                    audit += 1
+                else:
                     erase_actor = a.actor_id == user_id
                     kept.append(
                         a.model_copy(update={"actor_id": ERASED_ACTOR}) if erase_actor else a
                     )
             self._actions = kept
-        return counts
+            gone = [
+                k
+                for k, source in self._suppressions.items()
+                if k[0] == ctx.team_id and user_id in (source, _suppression_user(k))
+            ]
+            for k in gone:
+                del self._suppressions[k]
+        return {**counts, "review_actions": audit, "suppressions": len(gone)}
 
     def apply_retention(
         self, ctx: AccessContext, *, archive_before: datetime, delete_archived_before: datetime
@@ -300,12 +445,6 @@ class InMemoryMemoryStore:
                     )
                     archived += 1
         return {"archived": archived, "deleted": deleted}
-
-    def record_action(self, ctx: AccessContext, action: ReviewAction) -> None:
-        if action.team_id != ctx.team_id:
-            raise PermissionError("row-level security: another team")
-        with self._lock:
-            self._actions.append(action)
 
     def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]:
         with self._lock:

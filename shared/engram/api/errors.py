@@ -19,8 +19,9 @@ Powertools ``RequestValidationError``                               problem ``{f
 ``Conflict``                           409     ``conflict``
 ``BodyTooLargeError``                  413     ``body_too_large``
 ``UnsupportedMediaTypeError``          415     ``unsupported_media_type``
-``RateLimited`` / ``QuotaExceeded``    429     ``rate_limited`` /   ``Retry-After`` header
-                                               ``quota_exceeded``
+``RateLimited`` / ``QuotaExceeded``    429     ``rate_limited`` /   ``Retry-After`` header;
+                                               ``quota_exceeded``   a quota's ``details``:
+                                                                    ``{quota, limit, setting}``
 ``Unavailable``                        503     ``unavailable``      ``Retry-After: 1``
 anything else                          500     ``internal``         nothing of it is leaked
 =====================================  ======  ===================  ===========================
@@ -178,7 +179,9 @@ def error_response(exc: BaseException) -> HttpError:
         return HttpError(409, exc.code, exc.message)
     if isinstance(exc, domain.RateLimited):  # includes QuotaExceeded
         retry = max(1, int(exc.retry_after_s))
-        return HttpError(429, exc.code, exc.message, headers={"Retry-After": str(retry)})
+        return HttpError(
+            429, exc.code, exc.message, exc.details, headers={"Retry-After": str(retry)}
+        )
     if isinstance(exc, domain.Unavailable):
         return HttpError(503, exc.code, exc.message, headers={"Retry-After": "1"})
     if isinstance(exc, ValidationError):

@@ -49,7 +49,7 @@ from engram.memories.inputs import (
 FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"
 ]
-MemoryStatus = Literal["active", "pending_review", "archived"]
+MemoryStatus = Literal["active", "pending_review", "archived", "rejected"]
 
 #: The rule of each path parameter (the same for every route that has it).
 PATH_PARAMETERS: dict[str, Any] = {
@@ -165,6 +165,25 @@ class MemoryListResponse(ResponseModel):
     memories: list[MemoryOut]
 
 
+class MemoryActionOut(ResponseModel):
+    """One audit row: who (``actorId``; ``erased`` once that user was erased) did what
+    (``approve``, ``reject``, ``update``, ``delete``) when, with the memory before and after."""
+
+    id: str
+    action: str
+    actor_id: str
+    at: int
+    before: MemoryOut | None = None
+    after: MemoryOut | None = None
+
+
+class MemoryHistoryResponse(ResponseModel):
+    """``GET /v1/memories/{id}/history``: oldest first."""
+
+    memory_id: str
+    actions: list[MemoryActionOut]
+
+
 # --- tools ---------------------------------------------------------------------------------
 class ToolCallRequest(InputModel):
     """``POST /v1/tools/{name}``: the model's arguments, as an object or a JSON string holding
@@ -273,7 +292,16 @@ class ErasureCounts(ResponseModel):
     facts: int = 0
     checkpoints: int = 0
     idempotency_records: int = 0
-    memories: int = 0
+    memories: int = Field(default=0, description="Memories deleted, every scope.")
+    persona_memories: int = Field(
+        default=0, description="Of which persona memories learnt from the user's transcripts."
+    )
+    review_actions: int = Field(
+        default=0, description="Audit rows about those memories (they hold copies of them)."
+    )
+    suppressions: int = Field(
+        default=0, description="Remembered deletions and archives of the user's memories."
+    )
 
 
 class ErasureReceipt(ResponseModel):
@@ -373,6 +401,12 @@ ROUTES: tuple[RouteSpec, ...] = (
         path="/v1/memories/{id}/archive",
         summary="archive one memory",
         response=MemoryOut,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memories/{id}/history",
+        summary="the audit trail of one memory (its owner; admins: what they manage)",
+        response=MemoryHistoryResponse,
     ),
     RouteSpec(
         method="GET",

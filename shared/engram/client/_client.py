@@ -314,6 +314,12 @@ class EngramClient:
         result: dict[str, Any] = self.request("POST", f"/v1/memories/{_seg(memory_id)}/archive")
         return result
 
+    def memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's audit trail, oldest first (404 for one the caller may not read)."""
+        path = f"/v1/memories/{_seg(memory_id)}/history"
+        result: list[dict[str, Any]] = self.request("GET", path)["actions"]
+        return result
+
     def tools(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self.request("GET", "/v1/tools")["tools"]
         return result

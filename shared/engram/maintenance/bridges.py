@@ -181,9 +181,17 @@ class MemoryStoreMaintenance:
         return {"archived": archived, "deleted": deleted}
 
     def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
+        """Delete what erasure deletes that was created up to ``before_ms``: the user's rows
+        and the persona rows learnt from them."""
         ctx = system_context(team_id, user_id)
         cutoff = _when(before_ms)
-        rows = self._all(
-            ctx, MemoryFilter(team_id=team_id, scope=Scope.USER, owner_id=user_id)
-        ) + self._all(ctx, MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id))
+        rows = [
+            row
+            for flt in (
+                MemoryFilter(team_id=team_id, scope=Scope.USER, owner_id=user_id),
+                MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id),
+                MemoryFilter(team_id=team_id, scope=Scope.PERSONA, source_user_id=user_id),
+            )
+            for row in self._all(ctx, flt)
+        ]
         return sum(int(self._store.delete(ctx, r.id)) for r in rows if r.created_at <= cutoff)

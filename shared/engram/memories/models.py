@@ -31,6 +31,13 @@ class Status(StrEnum):
     ACTIVE = "active"
     PENDING_REVIEW = "pending_review"
     ARCHIVED = "archived"
+    REJECTED = "rejected"
+
+
+#: Statuses of a key's one live row: unique per (team, scope, owner, user, key) and counted by
+#: quotas. A rejected row is kept apart until erasure: it holds no key and counts toward no
+#: quota, so a new value of its key can be proposed while it keeps suppressing its own value.
+LIVE_STATUSES = frozenset({Status.ACTIVE, Status.PENDING_REVIEW, Status.ARCHIVED})
 
 
 class CamelModel(BaseModel):
@@ -57,6 +64,12 @@ class Memory(CamelModel):
     status: Status = Status.ACTIVE
     created_at: datetime
     updated_at: datetime
+    #: the user whose transcript it was learnt from (proposals); internal, never in the JSON
+    source_user_id: str | None = Field(default=None, exclude=True)
+
+    def internal_fields(self) -> dict[str, Any]:
+        """Every field, the internal ones included (for a copy with changes)."""
+        return {**self.model_dump(), "team_id": self.team_id, "source_user_id": self.source_user_id}
 
 
 class NewMemory(CamelModel):
@@ -72,6 +85,7 @@ class NewMemory(CamelModel):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     status: Status = Status.ACTIVE
     embedding: list[float] | None = Field(default=None, exclude=True)
+    source_user_id: str | None = Field(default=None, max_length=ID_MAX, exclude=True)
 
 
 class MemoryFilter(CamelModel):
@@ -83,6 +97,7 @@ class MemoryFilter(CamelModel):
     user_id: str | None = None
     status: Status | None = None
     persona_id: str | None = None  # persona and persona_user rows of this persona
+    source_user_id: str | None = None  # rows learnt from this user's transcripts
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     limit: int = Field(default=50, ge=1, le=1000)
@@ -136,6 +151,8 @@ class ReviewAction(CamelModel):
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     at: datetime
+    #: the user the row is about (its memory's user, or the user it was learnt from); internal
+    about_user_id: str | None = Field(default=None, exclude=True)
 
 
 #: ``ReviewAction.actor_id`` of audit rows whose actor was erased (``MemoryStore.erase_user``)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engram.memories.models import (
     Memory,
@@ -18,6 +18,9 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
+
+if TYPE_CHECKING:
+    from engram.memories.lifecycle import AuditStamp, Quotas
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +43,38 @@ class MemoryStore(Protocol):
     Every method answers as if rows the context may not see did not exist.
     """
 
-    def upsert(self, ctx: AccessContext, memory: NewMemory) -> tuple[Memory, bool]:
-        """Create, or update the row with the same (scope, owner, user, key): value,
-        confidence, status, provenance and ``updated_at`` change; id and ``created_at`` stay.
-        Returns the row and whether it was created."""
+    def upsert(
+        self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
+    ) -> tuple[Memory, bool]:
+        """Create, or update the key's live row (same scope, owner, user, key; a rejected row
+        holds no key): value, confidence, status, provenance and ``updated_at`` change; id and
+        ``created_at`` stay. Returns the row and whether it was created. With ``quotas``, a
+        new row past a limit raises ``QuotaExceeded`` and nothing is written (checked inside
+        the write, so concurrent writers cannot both pass)."""
+        ...
+
+    def propose(
+        self,
+        ctx: AccessContext,
+        memory: NewMemory,
+        *,
+        quotas: Quotas | None = None,
+        not_erased_since_ms: int | None = None,
+    ) -> tuple[Memory, bool] | None:
+        """A ``pending_review`` proposal in one atomic step. ``None``, nothing written, when
+        ``memory.source_user_id`` was erased at or after ``not_erased_since_ms``, when a
+        rejected row or a suppression holds the same key and value, when the key's live row is
+        active, or when a quota has no room for a new row. Otherwise a new row (created), or
+        the key's pending row refreshed / archived row turned into this proposal."""
         ...
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...
 
     def find_by_key(
         self, ctx: AccessContext, scope: Scope, owner_id: str, user_id: str | None, key: str
-    ) -> Memory | None: ...
+    ) -> Memory | None:
+        """The key's live row (any status but ``rejected``)."""
+        ...
 
     def list_memories(self, ctx: AccessContext, flt: MemoryFilter) -> MemoryPage:
         """Newest first (``created_at`` then id, descending), cursor-paginated."""
@@ -66,11 +90,36 @@ class MemoryStore(Protocol):
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        decided: AuditStamp | None = None,
     ) -> Memory | None:
-        """Change fields of one row; raises ``Conflict`` when the new key is taken."""
+        """Change fields of one row; raises ``Conflict`` when the new key is taken or the row
+        is rejected (a rejection is never edited back into play). ``decided``: a person's
+        change, audited in the same transaction; a person's archive is also suppressed."""
         ...
 
-    def delete(self, ctx: AccessContext, memory_id: str) -> bool: ...
+    def review(
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        status: Status,
+        decided: AuditStamp,
+        key: str | None = None,
+        value: str | None = None,
+        embedding: list[float] | None = None,
+    ) -> Memory | None:
+        """Decide a pending proposal (``status`` active or rejected, optionally editing it):
+        conditional on ``pending_review`` in the same statement, audited in the same
+        transaction. ``None`` when the row is not visible; ``Conflict`` when it is no longer
+        pending (the loser of two concurrent decisions) or the new key is taken."""
+        ...
+
+    def delete(
+        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+    ) -> bool:
+        """Hard-delete one row. ``decided``: a person's deletion, audited and suppressed in the
+        same transaction (retention and the erasure backstop pass none)."""
+        ...
 
     def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...
 
@@ -81,7 +130,10 @@ class MemoryStore(Protocol):
     def count_by_owner(self, ctx: AccessContext, scope: Scope, owner_id: str) -> int: ...
 
     def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
-        """Hard-delete the user and persona_user rows of ``user_id``; counts per scope."""
+        """Hard-delete the user and persona_user rows of ``user_id``, the persona rows learnt
+        from them, the audit rows about any of those and their suppressions; take their id off
+        the audit rows where they acted on what stays. Counts per scope (``user``,
+        ``persona_user``, ``persona``), ``review_actions`` and ``suppressions``."""
         ...
 
     def apply_retention(
@@ -90,8 +142,6 @@ class MemoryStore(Protocol):
         """Archive active rows not updated since ``archive_before``; hard-delete archived
         rows not updated since ``delete_archived_before``."""
         ...
-
-    def record_action(self, ctx: AccessContext, action: ReviewAction) -> None: ...
 
     def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]: ...
 

@@ -13,12 +13,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from engram.clock import Clock, SystemClock
-from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
+from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
 from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
@@ -33,6 +33,7 @@ from engram.memories.inputs import (
     ReviewListQuery,
     TeamSettingsRequest,
 )
+from engram.memories.lifecycle import AuditStamp, Quotas, history_visible, last_known
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -93,15 +94,6 @@ class ProposalResult:
     memory: Memory | None
 
 
-@runtime_checkable
-class ErasureGuardedStore(Protocol):
-    """A ``MemoryStore`` that checks the erasure log in the write itself (both adapters)."""
-
-    def upsert_unless_erased(
-        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
-    ) -> tuple[Memory, bool] | None: ...
-
-
 class MemoryService:
     def __init__(
         self,
@@ -121,6 +113,11 @@ class MemoryService:
         self._settings = settings or get_settings()
         self._clock = clock or SystemClock()
         self._cursors = cursors or CursorSigner()
+        self._quotas = Quotas(
+            per_user=self._settings.max_memories_per_user,
+            per_persona=self._settings.max_memories_per_persona,
+            per_team=self._settings.max_memories_per_team,
+        )
 
     # --- switches and access ----------------------------------------------------------------
     def _persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
@@ -153,27 +150,10 @@ class MemoryService:
             raise NotFound("memory not found")
         return memory
 
-    def _audit(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        action: str,
-        before: Memory | None,
-        after: Memory | None,
-    ) -> None:
-        self._store.record_action(
-            ctx,
-            ReviewAction(
-                id=str(uuid.uuid4()),
-                team_id=ctx.team_id,
-                memory_id=memory_id,
-                actor_id=ctx.user_id,
-                action=action,
-                before=before.to_json_dict() if before else None,
-                after=after.to_json_dict() if after else None,
-                at=datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC),
-            ),
-        )
+    def _decided(self, ctx: AccessContext, action: str) -> AuditStamp:
+        """A person's decision, for the store to audit in the same transaction."""
+        at = datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
+        return AuditStamp(id=str(uuid.uuid4()), actor_id=ctx.user_id, action=action, at=at)
 
     # --- memory_save / memory_recall ---------------------------------------------------------
     def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
@@ -212,16 +192,8 @@ class MemoryService:
                 status=Status.ACTIVE,
                 embedding=self._embed(f"{key_s}: {value_s}"),
             ),
+            quotas=self._quotas,
         )
-        if created and target.scope is Scope.USER:
-            count = self._store.count_by_owner(ctx, Scope.USER, caller.user_id)
-            if count > self._settings.max_memories_per_user:
-                self._store.delete(ctx, memory.id)
-                raise QuotaExceeded(
-                    f"at most {self._settings.max_memories_per_user} memories per user; "
-                    "delete or archive some first",
-                    retry_after_s=3600,
-                )
         return memory, created
 
     def recall(self, caller: Caller, request: MemoryRecallQuery) -> list[Memory]:
@@ -344,10 +316,10 @@ class MemoryService:
             confidence=confidence,
             status=status,
             embedding=embedding,
+            decided=self._decided(ctx, "update"),
         )
         if after is None:
             raise NotFound("memory not found")
-        self._audit(ctx, after.id, "update", before, after)
         return after
 
     def delete(self, caller: Caller, memory_id: str) -> None:
@@ -355,9 +327,8 @@ class MemoryService:
         before = self.get(caller, memory_id)
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins delete persona-scope memories")
-        if not self._store.delete(ctx, before.id):
+        if not self._store.delete(ctx, before.id, decided=self._decided(ctx, "delete")):
             raise NotFound("memory not found")
-        self._audit(ctx, before.id, "delete", before, None)
 
     def archive(self, caller: Caller, memory_id: str) -> Memory:
         return self._change(caller, memory_id, status=Status.ARCHIVED)
@@ -441,15 +412,17 @@ class MemoryService:
             cursor = page.next_cursor
 
     def export(self, caller: Caller) -> dict[str, Any]:
-        """Every user and persona_user memory of the caller, all statuses."""
+        """Every memory erasure would delete, all statuses: the caller's user and persona_user
+        memories and the persona memories learnt from their transcripts."""
         ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
-        mine = self._all(
-            ctx, MemoryFilter(team_id=caller.team_id, scope=Scope.USER, owner_id=caller.user_id)
-        )
-        mine += self._all(
-            ctx,
-            MemoryFilter(team_id=caller.team_id, scope=Scope.PERSONA_USER, user_id=caller.user_id),
-        )
+        team, user = caller.team_id, caller.user_id
+        mine: list[Memory] = []
+        for flt in (
+            MemoryFilter(team_id=team, scope=Scope.USER, owner_id=user),
+            MemoryFilter(team_id=team, scope=Scope.PERSONA_USER, user_id=user),
+            MemoryFilter(team_id=team, scope=Scope.PERSONA, source_user_id=user),
+        ):
+            mine += self._all(ctx, flt)
         return {"memories": [m.to_json_dict() for m in mine]}
 
     def erase(self, caller: Caller) -> dict[str, int]:
@@ -483,42 +456,53 @@ class MemoryService:
             update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
         )
 
-    def _pending(self, ctx: AccessContext, memory_id: str) -> Memory:
-        found = self._store.get(ctx, memory_id)
-        if found is None or found.status is not Status.PENDING_REVIEW:
-            raise NotFound("no pending memory with this id")
-        return found
-
     def approve(self, caller: Caller, memory_id: str, edit: ApproveRequest | None = None) -> Memory:
-        """Approve a pending memory, first applying ``edit`` (a new key and/or value)."""
+        """Approve a pending proposal, first applying ``edit`` (a new key and/or value).
+        ``NotFound`` when there is no such proposal the admin may see; ``Conflict`` when it was
+        already decided (the loser of two concurrent decisions). The change and its audit row
+        are one transaction."""
         ctx = self._admin(caller)
-        before = self._pending(ctx, memory_id)
         key_s, value_s = (edit.key, edit.value) if edit is not None else (None, None)
-        after = self._store.update(
+        proposed = self._store.get(ctx, memory_id)
+        if proposed is None:
+            raise NotFound("no pending memory with this id")
+        return self._review(
             ctx,
-            before.id,
+            memory_id,
+            Status.ACTIVE,
+            "approve",
             key=key_s,
             value=value_s,
-            status=Status.ACTIVE,
-            embedding=self._embed(f"{key_s or before.key}: {value_s or before.value}"),
+            embedding=self._embed(f"{key_s or proposed.key}: {value_s or proposed.value}"),
         )
-        if after is None:
-            raise NotFound("no pending memory with this id")
-        self._audit(ctx, after.id, "approve", before, after)
-        return after
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
-        """Rejected proposals are archived, so the same key is never proposed again."""
-        ctx = self._admin(caller)
-        before = self._pending(ctx, memory_id)
-        after = self._store.update(ctx, before.id, status=Status.ARCHIVED)
-        if after is None:
-            raise NotFound("no pending memory with this id")
-        self._audit(ctx, after.id, "reject", before, after)
-        return after
+        """Reject a pending proposal: it becomes ``rejected`` and stays until erasure, so an
+        equal proposal is never made again (a new value of its key may be). Errors as
+        ``approve``."""
+        return self._review(self._admin(caller), memory_id, Status.REJECTED, "reject")
 
-    def review_history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
-        return self._store.list_actions(self._admin(caller), memory_id)
+    def _review(
+        self, ctx: AccessContext, memory_id: str, status: Status, action: str, **edits: Any
+    ) -> Memory:
+        reviewed = self._store.review(
+            ctx, memory_id, status=status, decided=self._decided(ctx, action), **edits
+        )
+        if reviewed is None:
+            raise NotFound("no pending memory with this id")
+        return reviewed
+
+    def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
+        """The audit trail of one memory, oldest first, also after it was deleted. The owner
+        sees the history of their memories; team admins that of what they manage (proposals,
+        persona and persona_user memories), not a user's own ``user`` memory. ``NotFound``
+        for anything else."""
+        audit = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=True)
+        actions = self._store.list_actions(audit, memory_id)
+        subject = self._store.get(audit, memory_id) or last_known(actions, caller.team_id)
+        if subject is None or not history_visible(context_for(caller), subject):
+            raise NotFound("memory not found")
+        return actions
 
     # --- background jobs --------------------------------------------------------------------
     def propose(  # noqa: PLR0917 - the extraction job's positional contract
@@ -534,9 +518,11 @@ class MemoryService:
         *,
         not_erased_since_ms: int | None = None,
     ) -> Memory | None:
-        """An extraction proposal (``pending_review``). Key already active: dropped; pending:
-        refreshed; archived (rejected): never resurrected. ``None`` when dropped or when
-        memory is switched off. ``propose_outcome`` also says what happened."""
+        """An extraction proposal (``pending_review``) learnt from ``user_id``'s transcript.
+        Dropped (``None``) when an equal memory (same scope, owner, user, key and value) was
+        rejected, or deleted or archived by a person; when the key is already active; when a
+        quota is full; when memory is switched off. A pending key is refreshed; a key that
+        retention archived becomes a proposal again. ``propose_outcome`` says which."""
         return self.propose_outcome(
             team_id,
             user_id,
@@ -562,16 +548,15 @@ class MemoryService:
         *,
         not_erased_since_ms: int | None = None,
     ) -> ProposalResult:
-        """``propose`` answering ``"created"`` (a new pending row), ``"refreshed"`` (the
-        pending row of that key updated) or ``"dropped"`` (key active or archived, or memory
-        switched off; ``memory`` is then ``None``). Created vs refreshed comes from the
-        write itself, not from an earlier look-up.
+        """``propose`` answering ``"created"`` (a new pending row), ``"refreshed"`` (the key's
+        pending or archived row became this proposal) or ``"dropped"`` (``memory`` is then
+        ``None``). The store decides all of it in the write itself, so created vs refreshed
+        and every rule hold under concurrency.
 
         ``not_erased_since_ms`` (the extraction job's ``queued_at``): also ``"dropped"`` when
-        the user was erased (``DELETE /v1/me``) at or after it — checked by the store in the
-        write itself, so an erasure that lands between the job's own check and this write
-        cannot leave a new pending row behind. The store must be an
-        :class:`ErasureGuardedStore` (``TypeError`` otherwise: never written unchecked)."""
+        the user was erased (``DELETE /v1/me``) at or after it — checked in the same write, so
+        an erasure that lands between the job's own check and this write cannot leave a new
+        pending row behind."""
         team = _checked(_ID, team_id, "teamId")
         user = _checked(_ID, user_id, "userId")
         persona = None if persona_id is None else _checked(_ID, persona_id, "personaId")
@@ -587,34 +572,27 @@ class MemoryService:
         persona_cfg = self._persona(ctx, persona)
         if not self._enabled(ctx, persona_cfg):
             return ProposalResult("dropped", None)
-        existing = self._store.find_by_key(
-            ctx, target.scope, target.owner_id, target.user_id, key_s
+        written = self._store.propose(
+            ctx,
+            NewMemory(
+                scope=target.scope,
+                owner_id=target.owner_id,
+                user_id=target.user_id,
+                team_id=team,
+                key=key_s,
+                value=value_s,
+                source_channel_id=channel,
+                source_user_id=user,
+                confidence=conf,
+                status=Status.PENDING_REVIEW,
+                embedding=self._embed(f"{key_s}: {value_s}"),
+            ),
+            quotas=self._quotas,
+            not_erased_since_ms=not_erased_since_ms,
         )
-        if existing is not None and existing.status is not Status.PENDING_REVIEW:
+        if written is None:
             return ProposalResult("dropped", None)
-        new = NewMemory(
-            scope=target.scope,
-            owner_id=target.owner_id,
-            user_id=target.user_id,
-            team_id=team,
-            key=key_s,
-            value=value_s,
-            source_channel_id=channel,
-            confidence=conf,
-            status=Status.PENDING_REVIEW,
-            embedding=self._embed(f"{key_s}: {value_s}"),
-        )
-        if not_erased_since_ms is None:
-            memory, created = self._store.upsert(ctx, new)
-        else:
-            if not isinstance(self._store, ErasureGuardedStore):
-                raise TypeError("this memory store cannot check erasures in the write")
-            written = self._store.upsert_unless_erased(
-                ctx, new, user_id=user, since_ms=not_erased_since_ms
-            )
-            if written is None:
-                return ProposalResult("dropped", None)
-            memory, created = written
+        memory, created = written
         return ProposalResult("created" if created else "refreshed", memory)
 
     def apply_retention(

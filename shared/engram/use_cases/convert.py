@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from engram.api.models import FactOut, MemoryOut
+from engram.api.models import FactOut, MemoryActionOut, MemoryOut
 from engram.behaviour.models import Fact
-from engram.memories.models import Memory
+from engram.memories.models import Memory, ReviewAction
 
 
 def epoch_ms(value: datetime) -> int:
@@ -42,4 +43,20 @@ def memory_out(memory: Memory) -> MemoryOut:
         status=memory.status.value,
         created_at=epoch_ms(memory.created_at),
         updated_at=epoch_ms(memory.updated_at),
+    )
+
+
+def action_out(action: ReviewAction) -> MemoryActionOut:
+    def copy(raw: dict[str, Any] | None) -> MemoryOut | None:
+        if raw is None:
+            return None
+        return memory_out(Memory.model_validate({**raw, "teamId": action.team_id}))
+
+    return MemoryActionOut(
+        id=action.id,
+        action=action.action,
+        actor_id=action.actor_id,
+        at=epoch_ms(action.at),
+        before=copy(action.before),
+        after=copy(action.after),
     )

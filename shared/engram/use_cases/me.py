@@ -5,8 +5,10 @@ Erasure order: (1) record the erasure in the erasure log (PostgreSQL), so the ex
 never turns a transcript queued before it into memories and the maintenance job purges
 observations SQS delivers late; (2) erase the behavioural memory in Redis (observations,
 facts, checkpoint and the observation-id records that make ingestion idempotent); (3) erase the
-user's memories in PostgreSQL (scopes ``user`` and ``persona_user``). With PostgreSQL down the
-answer is 503 before anything is erased; with Redis down, 503 after the erasure was recorded.
+user's memories in PostgreSQL (scopes ``user`` and ``persona_user``, and the ``persona``
+memories learnt from their transcripts) with the audit rows and suppressions about them. With
+PostgreSQL down the answer is 503 before anything is erased; with Redis down, 503 after the
+erasure was recorded.
 The client retries (every step is idempotent) and the maintenance job's purge is the backstop.
 """
 
@@ -24,7 +26,7 @@ from engram.behaviour.models import Fact
 from engram.behaviour.service import BehaviourService
 from engram.clock import Clock, SystemClock
 from engram.identity import Caller
-from engram.memories.models import Memory
+from engram.memories.models import Memory, Scope
 from engram.memories.service import MemoryService
 from engram.use_cases.convert import fact_out, memory_out
 from engram.use_cases.ports import ErasureRecorder
@@ -83,7 +85,10 @@ class MeService:
                 facts=int(redis_counts.get("facts", 0)),
                 checkpoints=1 if checkpoint is not None else 0,
                 idempotency_records=int(redis_counts.get("idempotencyRecords", observations)),
-                memories=sum(int(v) for v in memory_counts.values()),
+                memories=sum(int(memory_counts.get(scope.value, 0)) for scope in Scope),
+                persona_memories=int(memory_counts.get(Scope.PERSONA.value, 0)),
+                review_actions=int(memory_counts.get("review_actions", 0)),
+                suppressions=int(memory_counts.get("suppressions", 0)),
             ),
         )
 

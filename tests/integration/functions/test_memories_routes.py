@@ -114,11 +114,12 @@ def test_review_approve_and_reject(stack: Stack) -> None:
         "POST /v1/review/{id}/reject", path={"id": two.id}, user="carol", groups=ADMIN
     )
     assert rejected.status == 200
-    assert rejected.body["status"] == "archived"
+    assert rejected.body["status"] == "rejected"
     again = stack.call(
         "POST /v1/review/{id}/reject", path={"id": two.id}, user="carol", groups=ADMIN
     )
-    assert again.status == 404
+    assert again.status == 409  # already decided
+    assert again.body["error"]["code"] == "conflict"
     other_team = stack.call(
         "POST /v1/review/{id}/approve", path={"id": one.id}, user="dave", team="other", groups=ADMIN
     )

@@ -76,8 +76,10 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
     again = pending(world)
     assert set(again) == {"release"}
     assert again["release"].source_channel_id == "conv-2"
-    rejected = memories.get(boss, found["preference dark mode"].id)
-    assert rejected.status is Status.ARCHIVED
+    rejected = memories.get(alice, found["preference dark mode"].id)
+    assert rejected.status is Status.REJECTED  # kept, so the same value never returns
+    trail = memories.history(boss, rejected.id)  # a proposal: the reviewers' to read
+    assert [(a.action, a.actor_id) for a in trail] == [("reject", "boss")]
     assert [
         (m.key, m.value) for m in memories.recall(alice, MemoryRecallQuery(query="editor"))
     ] == [("preferred editor", "vim")]

@@ -8,6 +8,7 @@ import psycopg
 from tests.integration.memories.conftest import Backend
 
 from engram.identity import Caller
+from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, MemorySaveRequest
 from engram.memories.models import ERASED_ACTOR, Scope
 from engram.memories.ports import AccessContext
@@ -73,3 +74,23 @@ def test_erasure_leaves_other_teams_audit_alone(backend: Backend) -> None:
     svc.erase(ALICE)  # alice of t1
     trail = backend.store.list_actions(AccessContext("t2", "auditor", elevated=True), mine.id)
     assert [(a.action, a.actor_id) for a in trail] == [("update", "alice")]
+
+
+def test_the_erasure_backstop_purges_what_was_learnt_before_the_erasure(backend: Backend) -> None:
+    """The maintenance job's purge of late leftovers reaches persona memories learnt from the
+    user, as ``DELETE /v1/me`` does, and keeps what the user taught after coming back."""
+    svc = backend.service()
+    early = svc.propose("t1", "alice", "chef", "faq", "users ask x", 0.8, "c1", "persona")
+    own = svc.propose("t1", "alice", "chef", "diet", "vegan", 0.8, "c1")
+    bobs = svc.propose("t1", "bob", "chef", "faq2", "users ask y", 0.8, "c2", "persona")
+    assert early is not None
+    assert own is not None
+    assert bobs is not None
+    cutoff = backend.clock.now_ms()
+    backend.clock.advance(seconds=5)
+    later = svc.propose("t1", "alice", "chef", "faq3", "users ask z", 0.8, "c3", "persona")
+    assert later is not None
+    purged = MemoryStoreMaintenance(svc, backend.store).purge_user_before("t1", "alice", cutoff)
+    assert purged == 2
+    left = {m.key for m in svc.list_pending(ROOT).memories}
+    assert left == {"faq2", "faq3"}

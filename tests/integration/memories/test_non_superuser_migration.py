@@ -188,6 +188,14 @@ def test_the_application_role_is_still_confined_to_its_team(as_migrator: AsMigra
     assert store.get_team_settings(other) is None
     with psycopg.connect(as_migrator.url, autocommit=True) as conn:
         conn.execute("SET ROLE engram_app")  # no tenant settings: no row of any table
-        for table in ("personas", "team_settings", "memories", "erasures", "review_actions"):
+        for table in (
+            "personas",
+            "team_settings",
+            "memories",
+            "erasures",
+            "review_actions",
+            "memory_suppressions",
+            "memory_usage",
+        ):
             count = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
             assert count.fetchone() == (0,), table

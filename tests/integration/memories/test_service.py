@@ -269,8 +269,10 @@ def test_update_delete_archive_and_audit(backend: Backend) -> None:
     svc.delete(ALICE, m.id)
     with pytest.raises(NotFound):
         svc.get(ALICE, m.id)
-    actions = [a.action for a in svc.review_history(ADMIN, m.id)]
+    actions = [a.action for a in svc.history(ALICE, m.id)]
     assert actions == ["update", "update", "delete"]
+    with pytest.raises(NotFound):  # a user's own memory: not the admins' to read
+        svc.history(ADMIN, m.id)
 
 
 def test_propose_dedup_and_review(backend: Backend) -> None:
@@ -298,16 +300,16 @@ def test_propose_dedup_and_review(backend: Backend) -> None:
     assert values(svc.recall(ALICE, MemoryRecallQuery(query="peanut", persona_id="chef"))) == [
         "peanut allergy"
     ]
-    with pytest.raises(NotFound):
+    with pytest.raises(Conflict):
         svc.approve(ADMIN, p.id)  # no longer pending
     q = svc.propose("t1", "alice", None, "hobby", "chess", 0.5, None)
     assert q is not None
     rejected = svc.reject(ADMIN, q.id)
-    assert rejected.status is Status.ARCHIVED
+    assert rejected.status is Status.REJECTED
     assert (
         svc.propose("t1", "alice", None, "hobby", "chess", 0.9, None) is None
     )  # never resurrected
-    assert [a.action for a in svc.review_history(ADMIN, q.id)] == ["reject"]
+    assert [a.action for a in svc.history(ADMIN, q.id)] == ["reject"]
 
 
 def test_export_and_erase_cover_only_the_callers_rows(backend: Backend) -> None:
@@ -333,7 +335,13 @@ def test_export_and_erase_cover_only_the_callers_rows(backend: Backend) -> None:
         "createdAt",
         "updatedAt",
     }
-    assert svc.erase(ALICE) == {"user": 1, "persona_user": 1}
+    assert svc.erase(ALICE) == {
+        "user": 1,
+        "persona_user": 1,
+        "persona": 0,
+        "review_actions": 0,
+        "suppressions": 0,
+    }
     assert svc.export(ALICE) == {"memories": []}
     assert values(svc.recall(BOB, MemoryRecallQuery())) == ["bob row"]
     assert values(svc.recall(ALICE, MemoryRecallQuery(persona_id="chef"))) == ["persona row"]

@@ -369,7 +369,13 @@ def test_erase_user_removes_user_and_persona_user_rows_only(backend: Backend) ->
     seed_three_scopes(backend)
     backend.store.upsert(BOB, new("b", "bob's", owner="bob"))
     counts = backend.store.erase_user(ALICE, "alice")
-    assert counts == {"user": 2, "persona_user": 1}
+    assert counts == {
+        "user": 2,
+        "persona_user": 1,
+        "persona": 0,
+        "review_actions": 0,
+        "suppressions": 0,
+    }
     assert sorted(recall(backend, ALICE, persona="chef", limit=50)) == [
         "kitchen open 9-5",
         "persona city Paris",

@@ -233,6 +233,6 @@ def test_responses_serialise_camel_case() -> None:
 
 def test_route_list_covers_the_spec() -> None:
     keys = {r.route_key for r in ROUTES}
-    assert len(keys) == len(ROUTES) == 23
+    assert len(keys) == len(ROUTES) == 24
     assert "POST /v1/conversations/{conversationId}/transcript" in keys
     assert [r.route_key for r in ROUTES if not r.auth] == ["GET /v1/health"]

@@ -9,72 +9,47 @@ every statement; the explicit team/owner predicates below are there for the inde
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from engram.adapters.inmemory_memories import decode_cursor, encode_cursor
+from engram.adapters.postgres.lifecycle import (
+    ON_LIVE_KEY,
+    PROPOSE_SQL,
+    change_row,
+    erase_user,
+    insert_audit,
+    insert_suppression,
+    lock_quotas,
+    lock_row,
+    refuse_past_limits,
+)
+from engram.adapters.postgres.personas import PostgresPersonaStore
 from engram.adapters.postgres.pool import Database
-from engram.clock import Clock, SystemClock
-from engram.errors import Conflict, InvalidInput
-from engram.memories.inputs import ExtractionConfig, RetentionRule
+from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES
+from engram.adapters.postgres.rows import as_uuid as _uuid
+from engram.adapters.postgres.rows import memory_from_row as _memory
+from engram.adapters.postgres.rows import vector_literal as _vector
+from engram.clock import Clock
+from engram.errors import Conflict, InvalidInput, QuotaExceeded
+from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, suppression_digest
 from engram.memories.models import (
-    ERASED_ACTOR,
+    LIVE_STATUSES,
     Memory,
     MemoryFilter,
     MemoryPage,
     NewMemory,
-    Persona,
     RecallRequest,
     ReviewAction,
     Scope,
     Status,
-    TeamSettings,
 )
 from engram.memories.ports import AccessContext, Embedder
 from engram.memories.recall import CANDIDATES_PER_LIST, MIN_SIMILARITY, RRF_K, TEXT_SEARCH_CONFIG
 from engram.memories.service import MemoryService
 from engram.settings import Settings
-
-COLUMNS = (
-    "m.id, m.team_id, m.scope, m.owner_id, m.user_id, m.key, m.value, m.source_channel_id, "
-    "m.confidence, m.status, m.created_at, m.updated_at"
-)
-ORDER_TIES = "m.confidence DESC, m.updated_at DESC, m.id"
-
-
-def _uuid(memory_id: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(memory_id)
-    except (ValueError, AttributeError, TypeError):
-        return None
-
-
-def _vector(values: Sequence[float] | None) -> str | None:
-    if values is None:
-        return None
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
-
-
-def _memory(row: dict[str, Any]) -> Memory:
-    return Memory(
-        id=str(row["id"]),
-        team_id=row["team_id"],
-        scope=Scope(row["scope"]),
-        owner_id=row["owner_id"],
-        user_id=row["user_id"],
-        key=row["key"],
-        value=row["value"],
-        source_channel_id=row["source_channel_id"],
-        confidence=float(row["confidence"]),
-        status=Status(row["status"]),
-        created_at=row["created_at"].astimezone(UTC),
-        updated_at=row["updated_at"].astimezone(UTC),
-    )
 
 
 def recall_sql(
@@ -162,76 +137,82 @@ def recall_sql(
     return sql, params
 
 
-class PostgresMemoryStore:
-    def __init__(self, db: Database, clock: Clock | None = None) -> None:
-        self._db = db
-        self._clock = clock or SystemClock()
-
-    def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
+class PostgresMemoryStore(PostgresPersonaStore):
+    """``MemoryStore`` (here) and ``PersonaStore`` (inherited) on one database."""
 
     # --- MemoryStore ------------------------------------------------------------------------
-    def upsert(self, ctx: AccessContext, memory: NewMemory) -> tuple[Memory, bool]:
-        written = self._upsert(ctx, memory, None)
-        assert written is not None
-        return written
-
-    def upsert_unless_erased(
-        self, ctx: AccessContext, memory: NewMemory, *, user_id: str, since_ms: int
-    ) -> tuple[Memory, bool] | None:
-        """``upsert``, unless the erasure log (table ``erasures``) holds an erasure of
-        (``ctx.team_id``, ``user_id``) at or after ``since_ms``: then nothing is written and
-        the answer is ``None``. The check and the write are one statement. ``ctx`` must be
-        able to read that erasure under RLS (the user themself, or elevated in the team)."""
-        return self._upsert(ctx, memory, (user_id, since_ms))
-
-    def _upsert(
-        self, ctx: AccessContext, memory: NewMemory, unless_erased: tuple[str, int] | None
-    ) -> tuple[Memory, bool] | None:
-        now = self._now()
-        values = (
-            uuid.uuid4(),
-            memory.team_id,
-            memory.scope.value,
-            memory.owner_id,
-            memory.user_id,
-            memory.key,
-            memory.value,
-            memory.source_channel_id,
-            memory.confidence,
-            memory.status.value,
-            _vector(memory.embedding),
-            now,
-            now,
-        )
-        guard = ""
-        params: tuple[Any, ...] = values
-        if unless_erased is not None:
-            user_id, since_ms = unless_erased
-            guard = (
-                " WHERE NOT EXISTS (SELECT 1 FROM erasures e WHERE e.team_id = %s"
-                " AND e.user_id = %s AND e.erased_at >= %s)"
-            )
-            since = datetime.fromtimestamp(since_ms / 1000, UTC)
-            params = (*values, ctx.team_id, user_id, since)
+    def upsert(
+        self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
+    ) -> tuple[Memory, bool]:
+        subjects = quotas.subjects(memory) if quotas else []
+        values = self._values(memory)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            used = lock_quotas(cur, ctx.team_id, subjects)
             cur.execute(
                 "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-                " source_channel_id, confidence, status, embedding, created_at, updated_at)"
-                " SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s::timestamptz,"
-                f" %s::timestamptz{guard}"
-                " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO UPDATE"
+                " source_channel_id, source_user_id, confidence, status, embedding, created_at,"
+                " updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s,"
+                " %(value)s, %(channel)s, %(source)s, %(confidence)s, %(status)s,"
+                " %(embedding)s::vector, %(now)s, %(now)s)"
+                f" {ON_LIVE_KEY} DO UPDATE"
                 " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
                 " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
-                " embedding = EXCLUDED.embedding,"
+                " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
                 " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
                 f" RETURNING {COLUMNS}, (xmax = 0) AS created",
-                params,
+                values,
             )
             row = cur.fetchone()
+            assert row is not None
+            if row["created"] and memory.status in LIVE_STATUSES:
+                refuse_past_limits(subjects, used)
+        return _memory(row), bool(row["created"])
+
+    def propose(
+        self,
+        ctx: AccessContext,
+        memory: NewMemory,
+        *,
+        quotas: Quotas | None = None,
+        not_erased_since_ms: int | None = None,
+    ) -> tuple[Memory, bool] | None:
+        subjects = quotas.subjects(memory) if quotas else []
+        values = {
+            **self._values(memory),
+            "digest": suppression_digest(memory.key, memory.value),
+            "since": None
+            if not_erased_since_ms is None
+            else datetime.fromtimestamp(not_erased_since_ms / 1000, UTC),
+        }
+        try:
+            with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+                used = lock_quotas(cur, ctx.team_id, subjects)
+                cur.execute(PROPOSE_SQL, values)
+                row = cur.fetchone()
+                if row is not None and row["created"]:
+                    refuse_past_limits(subjects, used)
+        except QuotaExceeded:
+            return None
         if row is None:
             return None
         return _memory(row), bool(row["created"])
+
+    def _values(self, memory: NewMemory) -> dict[str, Any]:
+        return {
+            "id": uuid.uuid4(),
+            "team": memory.team_id,
+            "scope": memory.scope.value,
+            "owner": memory.owner_id,
+            "user": memory.user_id,
+            "key": memory.key,
+            "value": memory.value,
+            "channel": memory.source_channel_id,
+            "source": memory.source_user_id,
+            "confidence": memory.confidence,
+            "status": memory.status.value,
+            "embedding": _vector(memory.embedding),
+            "now": self._now(),
+        }
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         mid = _uuid(memory_id)
@@ -251,7 +232,8 @@ class PostgresMemoryStore:
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
                 f"SELECT {COLUMNS} FROM memories m WHERE m.team_id = %s AND m.scope = %s"
-                " AND m.owner_id = %s AND COALESCE(m.user_id, '') = %s AND m.key = %s",
+                " AND m.owner_id = %s AND COALESCE(m.user_id, '') = %s AND m.key = %s"
+                " AND m.status <> 'rejected'",
                 (ctx.team_id, scope.value, owner_id, user_id or "", key),
             )
             row = cur.fetchone()
@@ -265,6 +247,7 @@ class PostgresMemoryStore:
             ("m.owner_id", flt.owner_id),
             ("m.user_id", flt.user_id),
             ("m.status", flt.status.value if flt.status else None),
+            ("m.source_user_id", flt.source_user_id),
         ):
             if value is not None:
                 where.append(f"{column} = %s")
@@ -307,46 +290,89 @@ class PostgresMemoryStore:
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        decided: AuditStamp | None = None,
     ) -> Memory | None:
         mid = _uuid(memory_id)
         if mid is None:
             return None
-        sets = ["updated_at = GREATEST(%s, m.updated_at)"]
-        params: list[Any] = [self._now()]
-        for column, val in (
-            ("key", key),
-            ("value", value),
-            ("confidence", confidence),
-            ("status", status.value if status else None),
-        ):
-            if val is not None:
-                sets.append(f"{column} = %s")
-                params.append(val)
-        if embedding is not None:
-            sets.append("embedding = %s::vector")
-            params.append(_vector(embedding))
-        params += [mid, ctx.team_id]
-        try:
-            with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
-                cur.execute(
-                    f"UPDATE memories AS m SET {', '.join(sets)} WHERE m.id = %s"
-                    f" AND m.team_id = %s RETURNING {COLUMNS}",
-                    params,
-                )
-                row = cur.fetchone()
-        except pg_errors.UniqueViolation as exc:
-            raise Conflict("a memory with this key already exists in this scope") from exc
-        return _memory(row) if row else None
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            before = lock_row(cur, mid, ctx.team_id)
+            if before is None:
+                return None
+            if before.status is Status.REJECTED:
+                raise Conflict("a rejected proposal cannot be edited; delete it instead")
+            after = change_row(
+                cur,
+                before,
+                self._now(),
+                key=key,
+                value=value,
+                confidence=confidence,
+                status=status,
+                embedding=embedding,
+            )
+            if after is None:
+                return None
+            if decided is not None:
+                insert_audit(cur, audit_row(decided, after.id, before, after))
+                if after.status is Status.ARCHIVED and before.status is not Status.ARCHIVED:
+                    insert_suppression(cur, after, decided.at)
+        return after
 
-    def delete(self, ctx: AccessContext, memory_id: str) -> bool:
+    def review(
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        status: Status,
+        decided: AuditStamp,
+        key: str | None = None,
+        value: str | None = None,
+        embedding: list[float] | None = None,
+    ) -> Memory | None:
+        mid = _uuid(memory_id)
+        if mid is None:
+            return None
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            before = lock_row(cur, mid, ctx.team_id)
+            if before is None:
+                return None
+            if before.status is not Status.PENDING_REVIEW:
+                raise Conflict(f"this memory was already reviewed (it is {before.status.value})")
+            after = change_row(
+                cur,
+                before,
+                self._now(),
+                key=key,
+                value=value,
+                status=status,
+                embedding=embedding,
+                only_if=Status.PENDING_REVIEW,
+            )
+            if after is None:
+                raise Conflict("this memory was already reviewed")
+            insert_audit(cur, audit_row(decided, after.id, before, after))
+        return after
+
+    def delete(
+        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+    ) -> bool:
         mid = _uuid(memory_id)
         if mid is None:
             return False
-        with self._db.tenant(ctx) as conn:
-            cur = conn.execute(
-                "DELETE FROM memories WHERE id = %s AND team_id = %s", (mid, ctx.team_id)
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                f"DELETE FROM memories AS m WHERE m.id = %s AND m.team_id = %s RETURNING {COLUMNS}",
+                (mid, ctx.team_id),
             )
-            return cur.rowcount > 0
+            row = cur.fetchone()
+            if row is None:
+                return False
+            if decided is not None:
+                before = _memory(row)
+                insert_audit(cur, audit_row(decided, before.id, before, None))
+                insert_suppression(cur, before, decided.at)
+        return True
 
     def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         return self.update(ctx, memory_id, status=Status.ARCHIVED)
@@ -371,34 +397,8 @@ class PostgresMemoryStore:
         return int(row[0]) if row else 0
 
     def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
-        counts = {Scope.USER.value: 0, Scope.PERSONA_USER.value: 0}
-        with self._db.tenant(ctx) as conn:
-            rows = conn.execute(
-                "DELETE FROM memories WHERE team_id = %s AND ((scope = 'user' AND owner_id = %s)"
-                " OR (scope = 'persona_user' AND user_id = %s)) RETURNING scope, id",
-                (ctx.team_id, user_id, user_id),
-            ).fetchall()
-            # The audit (admins only under RLS, migration 0004): in the same transaction, as an
-            # admin of this team, drop the rows about the user's memories (they hold copies of
-            # the values) and take the user's id off the rows where they acted on others.
-            conn.execute("SELECT set_config('engram.is_admin', 'on', true)")
-            conn.execute(
-                "DELETE FROM review_actions r WHERE r.team_id = %s"
-                " AND (r.memory_id = ANY(%s::uuid[])"
-                " OR r.memory_id IN (SELECT a.memory_id FROM review_actions a"
-                " CROSS JOIN LATERAL (VALUES (a.before), (a.after)) AS c(copy)"
-                " WHERE a.team_id = %s AND ((c.copy->>'scope' = 'user'"
-                " AND c.copy->>'ownerId' = %s) OR (c.copy->>'scope' = 'persona_user'"
-                " AND c.copy->>'userId' = %s))))",
-                (ctx.team_id, [mid for _, mid in rows], ctx.team_id, user_id, user_id),
-            )
-            conn.execute(
-                "UPDATE review_actions SET actor_id = %s WHERE team_id = %s AND actor_id = %s",
-                (ERASED_ACTOR, ctx.team_id, user_id),
-            )
-        for scope, _ in rows:
-            counts[scope] += 1
-        return counts
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            return erase_user(cur, ctx.team_id, user_id)
 
     def apply_retention(
         self, ctx: AccessContext, *, archive_before: datetime, delete_archived_before: datetime
@@ -415,23 +415,6 @@ class PostgresMemoryStore:
                 (self._now(), ctx.team_id, archive_before),
             ).rowcount
         return {"archived": archived, "deleted": deleted}
-
-    def record_action(self, ctx: AccessContext, action: ReviewAction) -> None:
-        with self._db.tenant(ctx) as conn:
-            conn.execute(
-                "INSERT INTO review_actions (id, team_id, memory_id, actor_id, action, before,"
-                " after, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    uuid.UUID(action.id),
-                    action.team_id,
-                    uuid.UUID(action.memory_id),
-                    action.actor_id,
-                    action.action,
-                    Jsonb(action.before) if action.before is not None else None,
-                    Jsonb(action.after) if action.after is not None else None,
-                    action.at,
-                ),
-            )
 
     def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]:
         mid = _uuid(memory_id)
@@ -452,101 +435,10 @@ class PostgresMemoryStore:
                     before=r["before"],
                     after=r["after"],
                     at=r["at"],
+                    about_user_id=r["about_user_id"],
                 )
                 for r in cur.fetchall()
             ]
-
-    # --- PersonaStore -----------------------------------------------------------------------
-    def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None:
-        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(
-                "SELECT * FROM personas WHERE team_id = %s AND persona_id = %s",
-                (ctx.team_id, persona_id),
-            )
-            r = cur.fetchone()
-        if r is None:
-            return None
-        return Persona(
-            persona_id=r["persona_id"],
-            team_id=r["team_id"],
-            allowed_groups=list(r["allowed_groups"]),
-            memory_enabled=r["memory_enabled"],
-            extraction=ExtractionConfig(
-                enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]
-            ),
-            retention=RetentionRule(
-                archive_after_days=r["archive_after_days"],
-                delete_archived_after_days=r["delete_archived_after_days"],
-            ),
-            updated_at=r["updated_at"],
-        )
-
-    def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona:
-        now = self._now()
-        with self._db.tenant(ctx) as conn:
-            conn.execute(
-                "INSERT INTO personas (team_id, persona_id, allowed_groups, memory_enabled,"
-                " extraction_enabled, extraction_prompt, archive_after_days,"
-                " delete_archived_after_days, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (team_id, persona_id) DO UPDATE"
-                " SET allowed_groups = EXCLUDED.allowed_groups,"
-                " memory_enabled = EXCLUDED.memory_enabled,"
-                " extraction_enabled = EXCLUDED.extraction_enabled,"
-                " extraction_prompt = EXCLUDED.extraction_prompt,"
-                " archive_after_days = EXCLUDED.archive_after_days,"
-                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
-                " updated_at = EXCLUDED.updated_at",
-                (
-                    persona.team_id,
-                    persona.persona_id,
-                    list(persona.allowed_groups),
-                    persona.memory_enabled,
-                    persona.extraction.enabled,
-                    persona.extraction.prompt,
-                    persona.retention.archive_after_days,
-                    persona.retention.delete_archived_after_days,
-                    now,
-                ),
-            )
-        return persona.model_copy(update={"updated_at": now})
-
-    def get_team_settings(self, ctx: AccessContext) -> TeamSettings | None:
-        with self._db.tenant(ctx) as conn:
-            r = conn.execute(
-                "SELECT memory_enabled, updated_at, archive_after_days, delete_archived_after_days"
-                " FROM team_settings WHERE team_id = %s",
-                (ctx.team_id,),
-            ).fetchone()
-        if r is None:
-            return None
-        return TeamSettings(
-            team_id=ctx.team_id,
-            memory_enabled=r[0],
-            updated_at=r[1],
-            retention=RetentionRule(archive_after_days=r[2], delete_archived_after_days=r[3]),
-        )
-
-    def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:
-        now = self._now()
-        with self._db.tenant(ctx) as conn:
-            conn.execute(
-                "INSERT INTO team_settings (team_id, memory_enabled, archive_after_days,"
-                " delete_archived_after_days, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
-                " SET memory_enabled = EXCLUDED.memory_enabled,"
-                " archive_after_days = EXCLUDED.archive_after_days,"
-                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
-                " updated_at = EXCLUDED.updated_at",
-                (
-                    settings.team_id,
-                    settings.memory_enabled,
-                    settings.retention.archive_after_days,
-                    settings.retention.delete_archived_after_days,
-                    now,
-                ),
-            )
-        return settings.model_copy(update={"updated_at": now})
 
 
 def build_memory_service(

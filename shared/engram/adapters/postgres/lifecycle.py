@@ -1,0 +1,230 @@
+# ruff: noqa: S608 - SQL is composed only from constants in this module; values are bound.
+"""The memory lifecycle on PostgreSQL: statements that ``PostgresMemoryStore`` runs inside
+its transactions (migration 0007).
+
+* Quotas: the counters of ``memory_usage`` are kept exact by statement-level triggers on
+  ``memories``. A write that may create a row first takes a transaction-scoped advisory lock
+  per limited counter (team, then persona, then user: one order, so no deadlock), then reads
+  the counters, writes, and refuses (raising, so the transaction rolls back) when it created a
+  row past a limit. Every writer that adds rows takes those locks, so two saves at the limit
+  cannot both pass; deletes only lower a counter and need none.
+* A person's decision locks its row (``SELECT … FOR UPDATE``), changes it with a statement
+  conditional on its status, and writes the audit row — and, for a deletion or an archive,
+  the suppression — in the same transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from psycopg import Cursor
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+
+from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
+from engram.errors import Conflict
+from engram.memories.lifecycle import QuotaSubject, suppression_digest
+from engram.memories.models import ERASED_ACTOR, Memory, ReviewAction, Scope, Status
+
+#: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
+QUOTA_LOCK_CLASS = 0x454E47
+
+#: the dedup index's arbiter: a key's one live row (rejected rows hold no key)
+ON_LIVE_KEY = (
+    "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) WHERE status <> 'rejected'"
+)
+
+
+def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:
+    """Lock the limited counters (in the given order) and read them: ``kind/subject`` → used.
+    The read is its own statement, after the locks, so it sees every write that held them."""
+    if not subjects:
+        return {}
+    keys = [f"{team_id}\x1f{s.kind}\x1f{s.subject}" for s in subjects]
+    locks = ", ".join(f"pg_advisory_xact_lock({QUOTA_LOCK_CLASS}, hashtext(%s))" for _ in keys)
+    cur.execute(f"SELECT {locks}", keys)
+    cur.execute(
+        "SELECT kind, subject, used FROM memory_usage WHERE team_id = %s"
+        " AND (kind, subject) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+        (team_id, [s.kind for s in subjects], [s.subject for s in subjects]),
+    )
+    return {f"{r['kind']}/{r['subject']}": int(r["used"]) for r in cur.fetchall()}
+
+
+def refuse_past_limits(subjects: list[QuotaSubject], used: dict[str, int]) -> None:
+    """Raise ``QuotaExceeded`` for the first counter that had no room for one more row."""
+    for subject in subjects:
+        if used.get(f"{subject.kind}/{subject.subject}", 0) >= subject.limit:
+            raise subject.exceeded()
+
+
+def lock_row(cur: Cursor[Any], memory_id: uuid.UUID, team_id: str) -> Memory | None:
+    cur.execute(
+        f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s AND m.team_id = %s FOR UPDATE",
+        (memory_id, team_id),
+    )
+    row = cur.fetchone()
+    return memory_from_row(row) if row else None
+
+
+def change_row(
+    cur: Cursor[Any],
+    before: Memory,
+    now: datetime,
+    *,
+    key: str | None = None,
+    value: str | None = None,
+    confidence: float | None = None,
+    status: Status | None = None,
+    embedding: list[float] | None = None,
+    only_if: Status | None = None,
+) -> Memory | None:
+    """One ``UPDATE`` of a locked row (``only_if``: conditional on its status); ``Conflict``
+    when the new key is taken."""
+    sets = ["updated_at = GREATEST(%s, m.updated_at)"]
+    params: list[Any] = [now]
+    for column, val in (
+        ("key", key),
+        ("value", value),
+        ("confidence", confidence),
+        ("status", status.value if status else None),
+    ):
+        if val is not None:
+            sets.append(f"{column} = %s")
+            params.append(val)
+    if embedding is not None:
+        sets.append("embedding = %s::vector")
+        params.append(vector_literal(embedding))
+    guard = ""
+    params += [uuid.UUID(before.id), before.team_id]
+    if only_if is not None:
+        guard = " AND m.status = %s"
+        params.append(only_if.value)
+    try:
+        cur.execute(
+            f"UPDATE memories AS m SET {', '.join(sets)} WHERE m.id = %s"
+            f" AND m.team_id = %s{guard} RETURNING {COLUMNS}",
+            params,
+        )
+    except pg_errors.UniqueViolation as exc:
+        raise Conflict("a memory with this key already exists in this scope") from exc
+    row = cur.fetchone()
+    return memory_from_row(row) if row else None
+
+
+def insert_audit(cur: Cursor[Any], action: ReviewAction) -> None:
+    cur.execute(
+        "INSERT INTO review_actions (id, team_id, memory_id, actor_id, action, before, after,"
+        " at, about_user_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            uuid.UUID(action.id),
+            action.team_id,
+            uuid.UUID(action.memory_id),
+            action.actor_id,
+            action.action,
+            Jsonb(action.before) if action.before is not None else None,
+            Jsonb(action.after) if action.after is not None else None,
+            action.at,
+            action.about_user_id,
+        ),
+    )
+
+
+def insert_suppression(cur: Cursor[Any], memory: Memory, at: datetime) -> None:
+    cur.execute(
+        "INSERT INTO memory_suppressions (team_id, scope, owner_id, user_key, digest,"
+        " source_user_id, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (
+            memory.team_id,
+            memory.scope.value,
+            memory.owner_id,
+            memory.user_id or "",
+            suppression_digest(memory.key, memory.value),
+            memory.source_user_id if memory.scope is Scope.PERSONA else None,
+            at,
+        ),
+    )
+
+
+#: A proposal in one statement. Nothing is written when the user was erased since the job was
+#: queued (optional guard), when a rejected row or a suppression holds the same key and value,
+#: or when the key's live row is active; a pending row is refreshed and an archived one
+#: (retention) becomes the new proposal.
+PROPOSE_SQL = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding, created_at, updated_at)"
+    " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+    " %(source)s, %(confidence)s, 'pending_review', %(embedding)s::vector,"
+    " %(now)s::timestamptz, %(now)s::timestamptz"
+    " WHERE (%(since)s::timestamptz IS NULL OR NOT EXISTS (SELECT 1 FROM erasures e"
+    " WHERE e.team_id = %(team)s AND e.user_id = %(source)s AND e.erased_at >= %(since)s))"
+    " AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.team_id = %(team)s"
+    " AND r.scope = %(scope)s AND r.owner_id = %(owner)s"
+    " AND COALESCE(r.user_id, '') = COALESCE(%(user)s, '') AND r.key = %(key)s"
+    " AND r.status = 'rejected' AND r.value = %(value)s)"
+    " AND NOT EXISTS (SELECT 1 FROM memory_suppressions s WHERE s.team_id = %(team)s"
+    " AND s.scope = %(scope)s AND s.owner_id = %(owner)s"
+    " AND s.user_key = COALESCE(%(user)s, '') AND s.digest = %(digest)s)"
+    f" {ON_LIVE_KEY} DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
+    " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
+    " embedding = EXCLUDED.embedding, updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " WHERE m.status IN ('pending_review', 'archived')"
+    f" RETURNING {COLUMNS}, (xmax = 0) AS created"
+)
+
+
+def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
+    """Everything of ``user_id`` in the memory tables, in the caller's transaction: their
+    ``user`` and ``persona_user`` rows (under their own row-level security), then — as an
+    admin of the team — the ``persona`` rows learnt from them, the audit rows about any of
+    those (recognised by ``about_user_id``, the ids just deleted, or, for rows written before
+    migration 0007, the before/after copies), the suppressions, and their (empty) usage
+    counter.
+    Audit rows where they acted on memories that stay lose the actor id."""
+    counts = {s.value: 0 for s in Scope}
+    cur.execute(
+        "DELETE FROM memories WHERE team_id = %s AND ((scope = 'user' AND owner_id = %s)"
+        " OR (scope = 'persona_user' AND user_id = %s)) RETURNING scope, id",
+        (team_id, user_id, user_id),
+    )
+    deleted = cur.fetchall()
+    cur.execute("SELECT set_config('engram.is_admin', 'on', true)")
+    cur.execute(
+        "DELETE FROM memories WHERE team_id = %s AND scope = 'persona' AND source_user_id = %s"
+        " RETURNING scope, id",
+        (team_id, user_id),
+    )
+    deleted += cur.fetchall()
+    for row in deleted:
+        counts[row["scope"]] += 1
+    cur.execute(
+        "DELETE FROM review_actions r WHERE r.team_id = %(team)s"
+        " AND (r.about_user_id = %(user)s OR r.memory_id = ANY(%(ids)s::uuid[])"
+        " OR (r.about_user_id IS NULL AND r.memory_id IN (SELECT a.memory_id"
+        " FROM review_actions a CROSS JOIN LATERAL (VALUES (a.before), (a.after)) AS c(copy)"
+        " WHERE a.team_id = %(team)s AND a.about_user_id IS NULL"
+        " AND ((c.copy->>'scope' = 'user' AND c.copy->>'ownerId' = %(user)s)"
+        " OR (c.copy->>'scope' = 'persona_user' AND c.copy->>'userId' = %(user)s)))))",
+        {"team": team_id, "user": user_id, "ids": [row["id"] for row in deleted]},
+    )
+    audit = cur.rowcount
+    cur.execute(
+        "UPDATE review_actions SET actor_id = %s WHERE team_id = %s AND actor_id = %s",
+        (ERASED_ACTOR, team_id, user_id),
+    )
+    cur.execute(
+        "DELETE FROM memory_suppressions WHERE team_id = %(team)s"
+        " AND ((scope = 'user' AND owner_id = %(user)s)"
+        " OR (scope = 'persona_user' AND user_key = %(user)s) OR source_user_id = %(user)s)",
+        {"team": team_id, "user": user_id},
+    )
+    suppressions = cur.rowcount
+    cur.execute(
+        "DELETE FROM memory_usage WHERE team_id = %s AND kind = 'user' AND subject = %s"
+        " AND used = 0",
+        (team_id, user_id),
+    )
+    return {**counts, "review_actions": audit, "suppressions": suppressions}

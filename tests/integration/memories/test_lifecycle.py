@@ -1,0 +1,136 @@
+"""The explicit-memory lifecycle on both stores: a rejection stays rejected (retention never
+deletes it, an equal proposal is never made again), a person's deletion or archive suppresses
+the same key and value, a new value is proposed, and a retention-archived memory may be learnt
+again."""
+
+from __future__ import annotations
+
+import pytest
+from tests.integration.memories.conftest import Backend
+
+from engram.errors import Conflict
+from engram.identity import Caller
+from engram.maintenance.bridges import MemoryStoreMaintenance
+from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
+from engram.memories.models import Memory, Scope, Status
+from engram.memories.service import MemoryService
+
+pytestmark = pytest.mark.integration
+
+ALICE = Caller(user_id="alice", team_id="t1")
+ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
+
+
+def run_every_retention_rule(svc: MemoryService, backend: Backend) -> None:
+    """Team and persona rules, archive and delete, twice (so an archived row would go)."""
+    maintenance = MemoryStoreMaintenance(svc, backend.store)
+    for _ in range(2):
+        backend.clock.advance(days=400)
+        now = backend.clock.now_ms()
+        svc.apply_retention("t1", archive_after_days=1, delete_archived_after_days=1, now=now)
+        maintenance.apply_persona_retention(
+            "t1", "chef", archive_after_days=1, delete_archived_after_days=1, now=now
+        )
+
+
+def proposal(
+    svc: MemoryService,
+    key: str,
+    value: str,
+    *,
+    persona: str | None = None,
+    scope: str | None = None,
+) -> Memory | None:
+    return svc.propose("t1", "alice", persona, key, value, 0.8, "conv-1", scope)
+
+
+def test_a_rejected_proposal_outlives_retention_and_is_never_proposed_again(
+    backend: Backend,
+) -> None:
+    svc = backend.service()
+    shapes: list[tuple[str | None, str | None]] = [
+        (None, None),  # user scope
+        ("chef", None),  # persona_user scope
+        ("chef", "persona"),  # persona scope
+    ]
+    rejected: list[Memory] = []
+    for persona, scope in shapes:
+        p = proposal(svc, "hobby", "chess", persona=persona, scope=scope)
+        assert p is not None
+        decided = svc.reject(ADMIN, p.id)
+        assert decided.status is Status.REJECTED
+        rejected.append(decided)
+    run_every_retention_rule(svc, backend)
+    for row in rejected:
+        kept = svc.get(ADMIN, row.id)
+        assert (kept.status, kept.value) == (Status.REJECTED, "chess")
+    for persona, scope in shapes:
+        assert proposal(svc, "hobby", "chess", persona=persona, scope=scope) is None
+        # a new value for the key is proposed; the rejected value still is not
+        fresh = proposal(svc, "hobby", "go", persona=persona, scope=scope)
+        assert fresh is not None
+        assert fresh.status is Status.PENDING_REVIEW
+        assert fresh.id not in {r.id for r in rejected}
+        assert proposal(svc, "hobby", "chess", persona=persona, scope=scope) is None
+    assert svc.recall(ALICE, MemoryRecallQuery(query="chess", persona_id="chef")) == []
+
+
+def test_a_rejected_proposal_cannot_be_edited_back_into_play(backend: Backend) -> None:
+    svc = backend.service()
+    p = proposal(svc, "diet", "keto")
+    assert p is not None
+    svc.reject(ADMIN, p.id)
+    with pytest.raises(Conflict):
+        svc.update(ALICE, p.id, MemoryPatchRequest(value="paleo"))
+    with pytest.raises(Conflict):
+        svc.archive(ALICE, p.id)
+    assert svc.get(ALICE, p.id).status is Status.REJECTED
+    # the owner may delete it: the deletion then keeps suppressing the value
+    svc.delete(ALICE, p.id)
+    run_every_retention_rule(svc, backend)
+    assert proposal(svc, "diet", "keto") is None
+
+
+def test_a_users_deletion_suppresses_the_same_key_and_value(backend: Backend) -> None:
+    svc = backend.service()
+    saved, _ = svc.save(ALICE, MemorySaveRequest(key="editor", value="vim"))
+    svc.delete(ALICE, saved.id)
+    learnt = proposal(svc, "pet", "a cat", persona="chef")
+    assert learnt is not None
+    approved = svc.approve(ADMIN, learnt.id)
+    assert approved.scope is Scope.PERSONA_USER
+    svc.delete(ALICE, approved.id)
+    run_every_retention_rule(svc, backend)
+    assert proposal(svc, "editor", "vim") is None
+    assert proposal(svc, "pet", "a cat", persona="chef") is None
+    # the same value in another scope is another memory; a new value is proposed
+    assert proposal(svc, "editor", "vim", persona="chef") is not None
+    again = proposal(svc, "editor", "helix")
+    assert again is not None
+    assert again.status is Status.PENDING_REVIEW
+
+
+def test_a_retention_archived_memory_can_be_learnt_again(backend: Backend) -> None:
+    svc = backend.service()
+    saved, _ = svc.save(ALICE, MemorySaveRequest(key="city", value="Lyon"))
+    backend.clock.advance(days=40)
+    now = backend.clock.now_ms()
+    assert svc.apply_retention(
+        "t1", archive_after_days=30, delete_archived_after_days=None, now=now
+    ) == {"archived": 1, "deleted": 0}
+    assert svc.get(ALICE, saved.id).status is Status.ARCHIVED
+    learnt = proposal(svc, "city", "Lyon")
+    assert learnt is not None
+    assert (learnt.id, learnt.status) == (saved.id, Status.PENDING_REVIEW)
+    assert svc.approve(ADMIN, learnt.id).status is Status.ACTIVE
+    assert [m.value for m in svc.recall(ALICE, MemoryRecallQuery(query="Lyon"))] == ["Lyon"]
+
+
+def test_an_archive_by_its_owner_is_a_decision_retention_is_not(backend: Backend) -> None:
+    svc = backend.service()
+    kept, _ = svc.save(ALICE, MemorySaveRequest(key="job", value="Initech"))
+    svc.archive(ALICE, kept.id)
+    assert proposal(svc, "job", "Initech") is None
+    newer = proposal(svc, "job", "Globex")
+    assert newer is not None
+    assert newer.id == kept.id  # the key's one live row, now a proposal of the new value

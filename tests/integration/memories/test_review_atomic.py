@@ -1,0 +1,145 @@
+"""Review is atomic and audited, on both stores: approve and reject of one pending memory
+released together by a barrier — exactly one wins, the loser gets ``Conflict`` (409), the
+winner's audit row is written with it; ``history`` follows the visibility rules."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from tests.integration.memories.conftest import Backend
+
+from engram.errors import Conflict, NotFound
+from engram.identity import Caller
+from engram.memories.inputs import MemoryPatchRequest, MemorySaveRequest
+from engram.memories.models import Memory, Status
+
+pytestmark = pytest.mark.integration
+
+ALICE = Caller(user_id="alice", team_id="t1")
+BOB = Caller(user_id="bob", team_id="t1")
+ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
+OTHER = Caller(user_id="carol", team_id="t1", is_team_admin=True)
+TRIALS = 20
+
+
+def race(*calls: Callable[[], Any]) -> list[Any]:
+    """Run ``calls`` in threads released together; each result or the exception it raised."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int, call: Callable[[], Any]) -> None:
+        barrier.wait()
+        try:
+            results[i] = call()
+        except Exception as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return results
+
+
+def test_approve_and_reject_released_together_exactly_one_wins(backend: Backend) -> None:
+    svc = backend.service()
+    winners = {"approve": 0, "reject": 0}
+    for trial in range(TRIALS):
+        pending = svc.propose("t1", "alice", "chef", f"k{trial}", f"value {trial}", 0.8, "c1")
+        assert pending is not None
+        approve, reject = race(
+            lambda p=pending: svc.approve(ADMIN, p.id),
+            lambda p=pending: svc.reject(OTHER, p.id),
+        )
+        outcomes = [r for r in (approve, reject) if isinstance(r, Memory)]
+        losers = [r for r in (approve, reject) if isinstance(r, Exception)]
+        assert len(outcomes) == 1, (trial, approve, reject)
+        assert len(losers) == 1
+        assert isinstance(losers[0], Conflict), losers[0]
+        won = outcomes[0]
+        action = "approve" if won.status is Status.ACTIVE else "reject"
+        winners[action] += 1
+        stored = svc.get(ADMIN, pending.id)
+        assert stored.status is won.status
+        history = svc.history(ADMIN, pending.id)
+        assert [(a.action, a.actor_id) for a in history] == [
+            (action, "root" if action == "approve" else "carol")
+        ]
+        assert history[0].before is not None
+        assert history[0].before["status"] == "pending_review"
+        assert history[0].after is not None
+        assert history[0].after["status"] == won.status.value
+        assert svc.history(ALICE, pending.id) == history  # the owner sees it too
+    assert sum(winners.values()) == TRIALS
+    if backend.url is not None:  # every decision has exactly its one audit row
+        with psycopg.connect(backend.url) as conn:
+            counts = conn.execute(
+                "SELECT count(*), count(DISTINCT memory_id) FROM review_actions"
+            ).fetchone()
+        assert counts == (TRIALS, TRIALS)
+
+
+def test_a_decided_memory_answers_conflict_and_an_unknown_one_not_found(backend: Backend) -> None:
+    svc = backend.service()
+    p = svc.propose("t1", "alice", None, "pet", "a cat", 0.8, "c1")
+    assert p is not None
+    svc.approve(ADMIN, p.id)
+    with pytest.raises(Conflict):
+        svc.reject(ADMIN, p.id)
+    with pytest.raises(Conflict):
+        svc.approve(ADMIN, p.id)
+    with pytest.raises(NotFound):
+        svc.reject(ADMIN, "00000000-0000-4000-8000-000000000000")
+    other_team = Caller(user_id="root", team_id="t2", is_team_admin=True)
+    with pytest.raises(NotFound):
+        svc.approve(other_team, p.id)
+    assert [a.action for a in svc.history(ALICE, p.id)] == ["approve"]
+
+
+def test_history_visibility(backend: Backend) -> None:
+    svc = backend.service()
+    private, _ = svc.save(ALICE, MemorySaveRequest(key="diagnosis", value="private"))
+    svc.update(ALICE, private.id, MemoryPatchRequest(value="still private"))
+    assert [a.action for a in svc.history(ALICE, private.id)] == ["update"]
+    with pytest.raises(NotFound):
+        svc.history(ADMIN, private.id)  # a user's active user-scope memory is theirs alone
+    with pytest.raises(NotFound):
+        svc.history(BOB, private.id)
+    # once deleted, its history stays the owner's
+    svc.delete(ALICE, private.id)
+    assert [a.action for a in svc.history(ALICE, private.id)] == ["update", "delete"]
+    with pytest.raises(NotFound):
+        svc.history(ADMIN, private.id)
+
+    # what admins manage: proposals (pending or rejected), persona and persona_user memories
+    proposed = svc.propose("t1", "alice", None, "hobby", "chess", 0.8, "c1")
+    assert proposed is not None
+    svc.reject(ADMIN, proposed.id)
+    assert [a.action for a in svc.history(ADMIN, proposed.id)] == ["reject"]
+    assert [a.action for a in svc.history(ALICE, proposed.id)] == ["reject"]
+    pu, _ = svc.save(ALICE, MemorySaveRequest(key="allergy", value="peanuts", persona_id="chef"))
+    svc.update(ADMIN, pu.id, MemoryPatchRequest(value="peanuts and shellfish"))
+    assert [a.action for a in svc.history(ADMIN, pu.id)] == ["update"]
+    assert [a.action for a in svc.history(ALICE, pu.id)] == ["update"]
+    with pytest.raises(NotFound):
+        svc.history(BOB, pu.id)
+    team, _ = svc.save(
+        ADMIN, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona")
+    )
+    svc.update(ADMIN, team.id, MemoryPatchRequest(value="soup and bread"))
+    assert [a.action for a in svc.history(OTHER, team.id)] == ["update"]
+    with pytest.raises(NotFound):
+        svc.history(ALICE, team.id)  # persona memories are the team's, not a user's
+    with pytest.raises(NotFound):
+        svc.history(ALICE, "00000000-0000-4000-8000-000000000000")
+    approved = svc.propose("t1", "alice", None, "editor", "vim", 0.8, "c1")
+    assert approved is not None
+    svc.approve(ADMIN, approved.id)  # approved: now the user's active memory
+    with pytest.raises(NotFound):
+        svc.history(ADMIN, approved.id)
+    assert [a.action for a in svc.history(ALICE, approved.id)] == ["approve"]
