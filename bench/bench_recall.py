@@ -166,7 +166,7 @@ def load(conn: psycopg.Connection[Any], size: int, dims: int, words: list[str]) 
     )
     conn.execute(
         "CREATE UNIQUE INDEX memories_dedup ON memories"
-        " (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+        " (team_id, scope, owner_id, COALESCE(user_id, ''), key) WHERE status <> 'rejected'"
     )
     conn.execute(
         "CREATE INDEX memories_primary ON memories"

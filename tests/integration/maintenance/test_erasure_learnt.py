@@ -94,6 +94,14 @@ def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: Wor
     memories.approve(boss, found["Prefers dark mode"].id)
     assert memories.get(world.caller("bob"), royalty.id).status is Status.ACTIVE  # the team's
 
+    exported = world.container.me.export(world.caller("alice")).memories
+    assert {(m.scope, m.value) for m in exported} == {  # what erasure will delete
+        ("persona_user", "Prefers dark mode"),
+        ("persona_user", "helix"),
+        ("persona", "Users export royalty statements as PDF"),
+        ("persona", "Users ask how to cancel their subscription"),
+    }
+
     receipt = world.container.me.erase(world.caller("alice"))
 
     counts = receipt.counts
