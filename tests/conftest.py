@@ -1,41 +1,86 @@
-"""Fixtures shared by every tier. Services are real and started here; none is ever skipped."""
+"""Fixtures shared by every tier. Services are real and started here; none is ever skipped.
+
+Redis: every test asking for ``redis_target`` runs twice, on a standalone ``redis-server`` and
+on a 3-shard Redis Cluster (ids ``[standalone]`` / ``[cluster]``), both started once per
+session and both under Engram's ACL (``engram.adapters.redis_acl``). A test emptied of state
+gets a flushed deployment (``FLUSHDB`` on every primary); tests keep to keys under the ACL's
+prefix (``tests.support.services.APP_PREFIX``) and use prefixes of their own below it.
+"""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests.support.services import POSTGRES_VERSIONS, EmbeddedPostgres, RedisServer, redis_server
+from tests.support.services import (
+    POSTGRES_VERSIONS,
+    EmbeddedPostgres,
+    RedisClusterServers,
+    RedisServer,
+    RedisTarget,
+    redis_server,
+)
+
+REDIS_KINDS = ("standalone", "cluster")
 
 
 @pytest.fixture(scope="session")
-def redis_session_server() -> Iterator[RedisServer | None]:
-    """A redis-server for the whole run (``REDIS_URL`` wins when set)."""
-    if os.environ.get("REDIS_URL"):
-        yield None
-        return
+def redis_session_server() -> Iterator[RedisServer]:
+    """The standalone redis-server of the whole run."""
     with redis_server() as server:
         yield server
 
 
-@pytest.fixture
-def redis_url(redis_session_server: RedisServer | None) -> str:
-    """A URL to an empty Redis database; flushed before each test."""
-    import redis
+@pytest.fixture(scope="session")
+def redis_session_cluster() -> Iterator[RedisClusterServers]:
+    """The 3-shard Redis Cluster of the whole run (started on first use)."""
+    cluster = RedisClusterServers().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
-    url = os.environ.get("REDIS_URL") or (redis_session_server.url if redis_session_server else "")
-    client = redis.Redis.from_url(url, socket_timeout=2)
-    client.flushdb()
-    client.close()
-    return url
+
+@pytest.fixture(scope="session", params=REDIS_KINDS)
+def redis_deployment(request: pytest.FixtureRequest) -> RedisTarget:
+    """Each session Redis in turn: pytest runs every test using it once per kind, grouped by
+    kind, so each deployment starts once."""
+    if request.param == "cluster":
+        cluster: RedisClusterServers = request.getfixturevalue("redis_session_cluster")
+        return cluster.target()
+    server: RedisServer = request.getfixturevalue("redis_session_server")
+    return server.target()
+
+
+@pytest.fixture
+def redis_target(redis_deployment: RedisTarget) -> RedisTarget:
+    """An empty session Redis (standalone, then cluster); flushed before each test."""
+    redis_deployment.flush()
+    return redis_deployment
+
+
+@pytest.fixture
+def standalone_redis(redis_session_server: RedisServer) -> RedisTarget:
+    """The session's standalone server only, flushed: for tests about something else than
+    Redis (PostgreSQL faults, the fault proxy) that need a Redis to run at all."""
+    target = redis_session_server.target()
+    target.flush()
+    return target
+
+
+@pytest.fixture
+def cluster_redis(redis_session_cluster: RedisClusterServers) -> RedisTarget:
+    """The session's Redis Cluster only, flushed: for tests about the cluster itself."""
+    target = redis_session_cluster.target()
+    target.flush()
+    return target
 
 
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
-    """A private redis-server a test may stop, restart or slow down."""
+    """A private standalone redis-server a test may stop, restart or slow down."""
     with redis_server() as server:
         yield server
 

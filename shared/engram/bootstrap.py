@@ -132,7 +132,7 @@ class Container:
         def make() -> Any:
             from engram.adapters.embedded import redis_client
 
-            return redis_client(self.settings)
+            return redis_client(self.settings, secrets=self._secrets)
 
         return self._part("redis", make)
 

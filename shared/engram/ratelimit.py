@@ -86,8 +86,9 @@ class RateLimitStore(Protocol):
         algorithm: Algorithm,
     ) -> Decision: ...
 
-    def reset(self, key: str) -> None:
-        """Forget the counter of ``key`` (tests, erasure)."""
+    def reset(self, key: str, *, window_ms: int, now_ms: int) -> None:
+        """Forget the counter of ``key`` (tests, erasure): the sliding log, and the fixed
+        windows of ``now_ms`` and the one before (older ones have expired)."""
         ...
 
 
@@ -181,7 +182,9 @@ class RateLimiter:
         return decision
 
     def reset(self, identity_id: str) -> None:
-        self.store.reset(self.key(identity_id))
+        self.store.reset(
+            self.key(identity_id), window_ms=self.window_ms, now_ms=self.clock.now_ms()
+        )
 
 
 def sliding_window(

@@ -37,10 +37,15 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ENGRAM_REDIS_URL", "REDIS_URL"),
         description="redis:// or rediss:// URL; unset locally means an embedded Redis.",
     )
+    redis_cluster: bool = False
+    """Speak the Redis Cluster protocol (on in AWS: ElastiCache Serverless is cluster mode)."""
     redis_username: str | None = None
-    """Redis ACL user (ElastiCache RBAC)."""
+    """Redis ACL user (local or self-hosted; in AWS the secret names it)."""
     redis_password: SecretStr | None = None
-    """Redis password / auth token (ElastiCache)."""
+    """Redis password (local or self-hosted; in AWS the secret holds it)."""
+    redis_secret_arn: str | None = None
+    """Secrets Manager secret with the Redis `username` and `password` (AWS; rotated), read at
+    run time and read again when Redis refuses the login."""
     redis_tls: bool = False
     """Use TLS even when the URL says redis:// (a rediss:// URL always does)."""
     redis_socket_timeout_ms: int = Field(default=250, ge=1, le=10_000)
@@ -71,7 +76,11 @@ class Settings(BaseSettings):
         default=None, description="postgresql:// URL; unset locally means embedded PostgreSQL."
     )
     database_secret_arn: str | None = None
-    """Secrets Manager secret with the database credentials (AWS; rotated)."""
+    """Secrets Manager secret with the credentials the service logs in with (AWS: the app
+    role's; rotated), read at run time and read again when a login is refused."""
+    database_app_secret_arn: str | None = None
+    """`engram migrate` only: the secret of the service's login role, which it creates (or
+    updates) with that secret's `username` and `password`."""
     database_connect_timeout_s: int = Field(default=3, ge=1, le=60)
     """PostgreSQL connect timeout."""
     database_statement_timeout_ms: int = Field(default=2000, ge=10, le=600_000)
@@ -121,6 +130,8 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ENGRAM_AWS_REGION", "AWS_REGION"),
         description="AWS region of SQS, Secrets Manager and Bedrock clients.",
     )
+    secret_max_age_s: int = Field(default=300, ge=0, le=86_400)
+    """Seconds a secret read from Secrets Manager is reused before it is read again."""
 
     # --- identity ------------------------------------------------------------------------
     team_claim: str = "custom:team"
@@ -196,7 +207,8 @@ def markdown_table() -> str:
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     for name, info in Settings.model_fields.items():
         default = "" if info.default is None else f"`{info.default}`"
-        rows.append(f"| `{env_name(name)}` | {default} | {info.description or ''} |")
+        meaning = " ".join((info.description or "").split())  # a docstring may wrap
+        rows.append(f"| `{env_name(name)}` | {default} | {meaning} |")
     return "\n".join(rows)
 
 

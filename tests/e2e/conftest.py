@@ -1,7 +1,7 @@
 """Fixtures of the e2e tier: one `engram serve` subprocess for the whole session.
 
 See ``tests/e2e/harness.py``: a free loopback port, a temporary ``ENGRAM_DATA_DIR``,
-``REDIS_URL`` pointing at the test redis-server (database 9, a key prefix of its own), the
+``REDIS_URL`` pointing at a redis-server of the tier's own (a key prefix of its own), the
 maintenance timer every second; SIGTERM (drain) at the end. Tests isolate themselves with
 fresh user and team ids (``service.tenant()``).
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.e2e.harness import LocalEngram, Tenant, run_local_service
-from tests.support.services import RedisServer
+from tests.support.services import redis_server
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -23,10 +23,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def service(redis_session_server: RedisServer | None) -> Iterator[LocalEngram]:
-    base = os.environ.get("REDIS_URL") or (redis_session_server.url if redis_session_server else "")
-    assert base, "no Redis for the e2e tier (REDIS_URL or redis-server on PATH)"
-    with run_local_service(base) as svc:
+def service() -> Iterator[LocalEngram]:
+    # a server of its own: the other tiers flush theirs between tests, this one lives all session
+    with (
+        redis_server() as server,
+        run_local_service(server.url, redis_admin_url=server.admin_url) as svc,
+    ):
         yield svc
 
 

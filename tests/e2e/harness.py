@@ -2,9 +2,9 @@
 
 One local service runs for the whole session (session fixture ``service``): a free loopback
 port, a temporary ``ENGRAM_DATA_DIR`` (its embedded PostgreSQL and signing key live there),
-``REDIS_URL`` pointing at the test redis-server (database 9, a key prefix of its own) and the
-maintenance timer every second. Tests isolate themselves by using fresh user and team ids
-(``service.tenant()``), never by resetting state, so they can run in any order.
+``REDIS_URL`` pointing at a redis-server of the tier's own (a key prefix of its own, under the
+ACL's) and the maintenance timer every second. Tests isolate themselves by using fresh user and
+team ids (``service.tenant()``), never by resetting state, so they can run in any order.
 
 ``run_local_service`` is the context manager behind the ``service`` fixture (conftest.py).
 Tokens are minted with the service's own signing key (``engram.local.tokens.TokenSigner`` on
@@ -26,24 +26,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from tests.support.services import free_port
+from tests.support.services import APP_PREFIX, free_port
 
 from engram.client import EngramClient
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-REDIS_DB = 9
 START_TIMEOUT_S = 90.0
 T = TypeVar("T")
-
-
-def _redis_url(base: str, db: int) -> str:
-    parts = urlsplit(base)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
 
 
 def eventually(
@@ -84,6 +77,7 @@ class LocalEngram:
     settings: Settings
     proc: subprocess.Popen[bytes]
     log_path: Path
+    redis_admin_url: str  # lists keys (the service's own user may not)
     signer: TokenSigner = field(init=False)
     _clients: list[EngramClient] = field(default_factory=list)
 
@@ -133,7 +127,7 @@ class LocalEngram:
         """Every key of this service's Redis database whose name contains ``needle``."""
         import redis
 
-        client = redis.Redis.from_url(self.redis_url, socket_timeout=5)
+        client = redis.Redis.from_url(self.redis_admin_url, socket_timeout=5)
         try:
             return sorted(
                 k.decode("utf-8", "replace")
@@ -147,7 +141,7 @@ class LocalEngram:
         sorted set, stream) contains ``needle``."""
         import redis
 
-        client = redis.Redis.from_url(self.redis_url, socket_timeout=5)
+        client = redis.Redis.from_url(self.redis_admin_url, socket_timeout=5)
         raw = needle.encode("utf-8")
         found: list[str] = []
         try:
@@ -263,13 +257,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> int | None:
 
 @contextlib.contextmanager
 def run_local_service(
-    redis_base_url: str, *, extra_env: dict[str, str] | None = None
+    redis_base_url: str,
+    *,
+    redis_admin_url: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[LocalEngram]:
-    """``engram serve`` in a subprocess on a free port; SIGTERM (drain) at the end."""
+    """``engram serve`` in a subprocess on a free port, on the (standalone) Redis at
+    ``redis_base_url``; SIGTERM (drain) at the end. ``redis_admin_url`` lists its keys."""
     data_dir = Path(tempfile.mkdtemp(prefix="engram-e2e-"))
     port = free_port()
-    key_prefix = f"e2e{uuid.uuid4().hex[:8]}"
-    redis_url = _redis_url(redis_base_url, REDIS_DB)
+    key_prefix = f"{APP_PREFIX}:e2e{uuid.uuid4().hex[:8]}"
+    redis_url = redis_base_url
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env.update(
         {
@@ -310,6 +308,7 @@ def run_local_service(
         settings=settings,
         proc=proc,
         log_path=log_path,
+        redis_admin_url=redis_admin_url or redis_url,
     )
     try:
         _wait_healthy(proc, url, log_path)

@@ -185,6 +185,7 @@ class FaultProxy:
             raise ValueError("max_connections: must be at least 1")
         self.upstream: Upstream = upstream
         self.listen_host = listen_host
+        self.userinfo = ""  # ``user:password@`` of the upstream Redis URL, kept for url_for_redis
         self._port = listen_port
         self._max_connections = max_connections
         self._connect_timeout_s = connect_timeout_s
@@ -205,13 +206,17 @@ class FaultProxy:
 
     @classmethod
     def for_redis_url(cls, url: str, **kwargs: Any) -> FaultProxy:
-        """A proxy in front of the Redis at ``url`` (``redis://host:port/db`` or ``unix://path``)."""
+        """A proxy in front of the Redis at ``url`` (``redis://[user:password@]host:port/db`` or
+        ``unix://path``); ``url_for_redis`` logs in as the same user."""
         parts = urlsplit(url)
         if parts.scheme == "unix":
             return cls(unquote(parts.path), **kwargs)
         if parts.scheme not in ("redis", "rediss") or not parts.hostname:
             raise ValueError(f"url: {url!r} is not a redis:// URL with a host")
-        return cls((parts.hostname, parts.port or 6379), **kwargs)
+        proxy = cls((parts.hostname, parts.port or 6379), **kwargs)
+        if "@" in parts.netloc:
+            proxy.userinfo = parts.netloc.rsplit("@", 1)[0] + "@"
+        return proxy
 
     @classmethod
     def for_postgres_url(cls, url: str, **kwargs: Any) -> FaultProxy:
@@ -245,7 +250,7 @@ class FaultProxy:
         return (self.listen_host, self.port)
 
     def url_for_redis(self, db: int = 0) -> str:
-        return f"redis://{self.listen_host}:{self.port}/{db}"
+        return f"redis://{self.userinfo}{self.listen_host}:{self.port}/{db}"
 
     def url_for_postgres(
         self, dbname: str = "postgres", user: str = "postgres", password: str = ""

@@ -5,7 +5,7 @@
   between runs; the server process is stopped when the last process using it exits).
   ``engram serve`` and ``engram migrate`` both use it. A server left running by a process
   that was killed is taken over (``forget_dead_handles``) and stopped in its turn.
-* ``redis_client(settings)``: a ``redis.Redis`` for ``Settings.redis_url`` if set, else a
+* ``redis_client(settings)``: ``make_redis`` for ``Settings.redis_url`` if set, else a
   ``fakeredis.FakeRedis`` on one in-process ``FakeServer`` shared by the whole process.
   fakeredis runs Lua (``EVAL``/``EVALSHA``/``register_script``) through ``lupa``, which the
   ``local`` extra installs.
@@ -28,6 +28,9 @@ from engram.settings import Settings
 
 if TYPE_CHECKING:
     import redis
+
+    from engram.adapters.redis_client import RedisClient
+    from engram.adapters.secrets import SecretsClient
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -145,13 +148,16 @@ def fake_redis_server() -> Any:
         return _fake_server
 
 
-def redis_client(settings: Settings, *, decode_responses: bool = False) -> redis.Redis:
-    """A Redis client for ``Settings.redis_url`` (``make_redis``: bounded timeouts, TLS, auth),
-    or else the embedded in-process fakeredis (``decode_responses`` applies to that one)."""
+def redis_client(
+    settings: Settings, *, decode_responses: bool = False, secrets: SecretsClient | None = None
+) -> RedisClient:
+    """A Redis client for ``Settings.redis_url`` (``make_redis``: bounded timeouts, TLS, auth,
+    cluster mode), or else the embedded in-process fakeredis (``decode_responses`` applies to
+    that one)."""
     if settings.redis_url:
         from engram.adapters.redis_client import make_redis
 
-        return make_redis(settings)
+        return make_redis(settings, secrets=secrets)
     import fakeredis
 
     fake: redis.Redis = fakeredis.FakeRedis(

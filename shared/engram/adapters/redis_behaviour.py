@@ -20,6 +20,12 @@ one ``EVALSHA`` commit that only applies if the generation, cursor and fact vers
 read; the index update (``ZADD XX``: never re-creating an erased identity's entry) rides in the
 same pipeline. ``round_trips`` counts network calls.
 
+On a Redis Cluster (``engram.adapters.redis_client.is_cluster``) every script and every
+transaction touches the keys of one identity only (one slot); the index is the one key outside
+it and always travels as a command of its own. Scripts are loaded on every primary, and a
+staged commit is a one-slot MULTI/EXEC followed by the index update (two round trips there,
+one on a standalone server).
+
 Erasure deletes every key of the identity and its index entry, and leaves nothing behind: a
 consolidation that read before the erasure is fenced by the generation (gone with the state
 hash; a returning user's first append draws a new one), so it never writes facts back.
@@ -31,12 +37,13 @@ import json
 import uuid
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any, overload
+from typing import Any, cast, overload
 
-import redis
 from pydantic import TypeAdapter
+from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
+from engram.adapters.redis_client import RedisClient, is_cluster
 from engram.behaviour.models import (
     TRUSTED,
     Fact,
@@ -467,7 +474,7 @@ class _RedisBase:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: RedisClient,
         *,
         prefix: str = "engram",
         ttl_days: int = 90,
@@ -513,10 +520,14 @@ class _RedisBase:
 
     # --- script plumbing --------------------------------------------------------------
     def _load(self) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for source in _SCRIPTS.values():
-            pipe.script_load(source)
-        shas = pipe.execute()
+        if is_cluster(self.client):
+            # SCRIPT LOAD goes to every primary: a script runs on the node owning its slot
+            shas = [self.client.script_load(source) for source in _SCRIPTS.values()]
+        else:
+            pipe = self.client.pipeline(transaction=False)
+            for source in _SCRIPTS.values():
+                pipe.script_load(source)
+            shas = pipe.execute()
         self.round_trips += 1
         self._sha = {name: _text(sha) for name, sha in zip(_SCRIPTS, shas, strict=True)}
 
@@ -535,7 +546,8 @@ class _RedisBase:
             self._load()
         for attempt in range(2):
             pipe = self.client.pipeline(transaction=False)
-            pipe.evalsha(self._sha[name], len(keys), *keys, *args)
+            # execute_command: a cluster pipeline routes EVALSHA by its keys (it refuses .evalsha)
+            pipe.execute_command("EVALSHA", self._sha[name], len(keys), *keys, *args)
             if touch is not None:
                 pipe.zadd(self.index_key, {touch: self.clock.now_ms()}, xx=touch_existing)
             results = pipe.execute(raise_on_error=False)
@@ -555,26 +567,17 @@ class _RedisBase:
     ) -> Any:
         """The commit script after writing ``rows`` (flat id, JSON pairs: the whole new fact
         set) to the stage hash, inside one MULTI/EXEC (so no other client sees or touches the
-        stage), plus the index ``ZADD XX`` after it: one round trip."""
+        stage), plus the index ``ZADD XX`` after it: one round trip (two on a cluster, where
+        the index lives in another slot than the transaction)."""
         if not self._sha:
             self._load()
         stage = keys[7]
         for attempt in range(2):
-            pipe = self.client.pipeline(transaction=False)
-            command: Any = pipe.execute_command
-            command("MULTI")
-            command("DEL", stage)
-            if rows:
-                command("HSET", stage, *rows)
-            command("EVALSHA", self._sha["commit"], len(keys), *keys, *args)
-            command("EXEC")
-            pipe.zadd(self.index_key, {identity_id: self.clock.now_ms()}, xx=True)
-            results = pipe.execute(raise_on_error=False)
-            self.round_trips += 1
-            for item in results:
-                if isinstance(item, Exception):
-                    raise item
-            result = results[-2][-1]
+            commit = ("EVALSHA", self._sha["commit"], len(keys), *keys, *args)
+            if is_cluster(self.client):
+                result = self._staged_on_cluster(stage, rows, commit, identity_id)
+            else:
+                result = self._staged_on_server(stage, rows, commit, identity_id)
             if isinstance(result, NoScriptError) and attempt == 0:
                 self._load()  # the server restarted or flushed its script cache
                 continue
@@ -583,6 +586,41 @@ class _RedisBase:
                 raise result
             return result
         raise NoScriptError("script could not be loaded")  # pragma: no cover
+
+    def _staged_on_server(
+        self, stage: str, rows: Sequence[Any], commit: tuple[Any, ...], identity_id: str
+    ) -> Any:
+        pipe = self.client.pipeline(transaction=False)
+        command: Any = pipe.execute_command
+        command("MULTI")
+        command("DEL", stage)
+        if rows:
+            command("HSET", stage, *rows)
+        command(*commit)
+        command("EXEC")
+        pipe.zadd(self.index_key, {identity_id: self.clock.now_ms()}, xx=True)
+        results = pipe.execute(raise_on_error=False)
+        self.round_trips += 1
+        for item in results:
+            if isinstance(item, Exception):
+                raise item
+        return results[-2][-1]
+
+    def _staged_on_cluster(
+        self, stage: str, rows: Sequence[Any], commit: tuple[Any, ...], identity_id: str
+    ) -> Any:
+        tx = self.client.pipeline(transaction=True)  # one slot: the identity's
+        tx.execute_command("DEL", stage)
+        if rows:
+            tx.execute_command("HSET", stage, *rows)
+        tx.execute_command(*commit)
+        results = tx.execute(raise_on_error=False)
+        self.client.zadd(self.index_key, {identity_id: self.clock.now_ms()}, xx=True)
+        self.round_trips += 2
+        for item in results[:-1]:
+            if isinstance(item, Exception):
+                raise item
+        return results[-1]
 
     # --- retention helpers ------------------------------------------------------------
     def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
@@ -600,7 +638,7 @@ class _RedisBase:
             self._load()
         pipe = self.client.pipeline(transaction=False)
         keys = self._all_keys(identity_id)
-        pipe.evalsha(self._sha["erase"], len(keys), *keys)
+        pipe.execute_command("EVALSHA", self._sha["erase"], len(keys), *keys)
         pipe.zrem(self.index_key, identity_id)
         results = pipe.execute(raise_on_error=False)
         self.round_trips += 1
@@ -902,9 +940,12 @@ def _groups(pairs: dict[Any, Any], max_seq: int) -> tuple[list[KeyGroup], int, b
     return groups, total, pending
 
 
-def _server_of(client: redis.Redis) -> tuple[Any, ...] | None:
-    """(host, port, db, path) of a client's connection pool; None when unknown (then only
-    the same client object counts as the same backing)."""
+def _server_of(client: RedisClient) -> tuple[Any, ...] | None:
+    """(host, port, db, path) of a client's connection pool, or the node names of a cluster;
+    None when unknown (then only the same client object counts as the same backing)."""
+    if is_cluster(client):
+        nodes = cast(RedisCluster, client).get_nodes()  # type: ignore[no-untyped-call]
+        return ("cluster", frozenset(node.name for node in nodes))
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if not isinstance(kwargs, dict):
@@ -1015,7 +1056,7 @@ class RedisBehaviourStore(RedisObservationLog, RedisFactRepository):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: RedisClient,
         *,
         prefix: str = "engram",
         ttl_days: int = 90,

@@ -30,6 +30,7 @@ from typing import Any
 
 import redis
 
+from engram.adapters.redis_client import RedisClient
 from engram.errors import Unavailable
 from engram.ratelimit import Algorithm, Decision, RateLimiter, fixed_window, sliding_window
 from engram.settings import Settings
@@ -92,7 +93,7 @@ def hashed_key(prefix: str, key: str) -> str:
 class RedisRateLimitStore:
     """``RateLimitStore`` on Redis: one round trip per check (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = "engram") -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = "engram") -> None:
         self.client = client
         self.prefix = prefix
         self._script: Any = client.register_script(_LUA)
@@ -131,10 +132,14 @@ class RedisRateLimitStore:
             retry_after_ms=int(retry_ms),
         )
 
-    def reset(self, key: str) -> None:
-        base = self.redis_key(key)
+    def reset(self, key: str, *, window_ms: int, now_ms: int) -> None:
+        """Delete the sliding log and the fixed windows of now and just before (a fixed
+        window's key lives one second past its end): named, never listed, so the ACL need
+        not grant SCAN. One ``DEL`` of keys sharing one slot."""
+        index = now_ms // window_ms
+        names = [self.redis_key(key)]
+        names += [self._key_for(key, "fixed", i * window_ms, window_ms) for i in (index - 1, index)]
         try:
-            names = [base, *self.client.scan_iter(match=base + ":*")]
             self.client.delete(*names)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise Unavailable(f"rate limit store unavailable: {type(exc).__name__}") from exc
@@ -178,7 +183,7 @@ class InMemoryRateLimitStore:
             self._log[key] = log
             return decision
 
-    def reset(self, key: str) -> None:
+    def reset(self, key: str, *, window_ms: int, now_ms: int) -> None:
         with self._lock:
             self._log.pop(key, None)
             self._fixed.pop(key, None)
@@ -189,7 +194,7 @@ class InMemoryRateLimitStore:
 
 
 def observation_limiter(
-    settings: Settings, client: redis.Redis | None = None, *, clock: Any = None
+    settings: Settings, client: RedisClient | None = None, *, clock: Any = None
 ) -> RateLimiter:
     """The ingest limiter: ``Settings.observations_per_minute`` per identity per 60 s, sliding,
     on Redis when ``client`` is given (else in memory, one process only)."""

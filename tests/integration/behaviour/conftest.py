@@ -1,4 +1,4 @@
-"""Fixtures for behavioural memory on a real redis-server."""
+"""Fixtures for behavioural memory on a real redis-server and a real Redis Cluster."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 from tests.support.observations import MakeObs, observation_factory
+from tests.support.services import RedisTarget
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.clock import FakeClock
@@ -18,8 +19,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url, socket_timeout=5)
+def client(redis_target: RedisTarget) -> Iterator[redis.Redis]:
+    """A client as Engram's user (standalone or cluster, as ``redis_target``)."""
+    c = redis_target.client()
     yield c
     c.close()
 

@@ -63,7 +63,7 @@ def test_session_with_a_slow_redis_returns_within_the_budget(
 ) -> None:
     svc = service(own_redis, clock, budget_ms=budget_ms)
     svc.record(IDENTITY, [make_obs("tool_success", "a")])
-    admin = redis.Redis.from_url(own_redis.url)
+    admin = redis.Redis.from_url(own_redis.admin_url)
     admin.execute_command("CLIENT", "PAUSE", 1500, "ALL")  # every command stalls
     admin.close()
     load, elapsed = timed(svc.load_memory, IDENTITY)
@@ -78,7 +78,7 @@ def test_budget_shorter_than_the_socket_timeout_reports_a_timeout(
 ) -> None:
     svc = service(own_redis, clock, budget_ms=50)
     svc.record(IDENTITY, [make_obs("tool_success", "a")])
-    admin = redis.Redis.from_url(own_redis.url)
+    admin = redis.Redis.from_url(own_redis.admin_url)
     admin.execute_command("CLIENT", "PAUSE", 1500, "ALL")
     admin.close()
     load, elapsed = timed(svc.load_memory, IDENTITY)
@@ -90,12 +90,12 @@ def test_budget_shorter_than_the_socket_timeout_reports_a_timeout(
 def test_client_factory_gives_up_in_well_under_a_second(own_redis: RedisServer) -> None:
     client = make_redis(Settings(redis_url=own_redis.url))
     assert client.ping() is True
-    admin = redis.Redis.from_url(own_redis.url)
+    admin = redis.Redis.from_url(own_redis.admin_url)
     admin.execute_command("CLIENT", "PAUSE", 1500, "ALL")
     admin.close()
     started = time.monotonic()
     with pytest.raises(redis.TimeoutError):
-        client.get("k")
+        client.get("engram:k")
     elapsed = time.monotonic() - started
     # 250 ms socket timeout, at most one quick retry: far from redis-py's 5 s x 10 retries
     assert elapsed < 1.0

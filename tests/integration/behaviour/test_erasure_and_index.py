@@ -8,6 +8,7 @@ import random
 import pytest
 import redis
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.services import APP_PREFIX, RedisTarget
 
 from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
 from engram.adapters.redis_behaviour import RedisBehaviourStore
@@ -19,10 +20,10 @@ from engram.errors import InvalidInput
 from engram.settings import Settings
 
 
-def keys_of(client: redis.Redis, identity: str) -> list[bytes]:
-    """Every key whose name holds the identity's hash tag (SCAN, never KEYS)."""
+def keys_of(target: RedisTarget, identity: str) -> list[bytes]:
+    """Every key whose name holds the identity's hash tag (SCAN on every primary)."""
     escaped = "".join("\\" + ch if ch in "*?[]\\" else ch for ch in identity)
-    return sorted(client.scan_iter(match=f"*{{{escaped}}}*", count=1000))
+    return target.key_names(f"*{{{escaped}}}*")
 
 
 def consolidate_now(store: RedisBehaviourStore, clock: FakeClock, identity: str = IDENTITY) -> None:
@@ -58,7 +59,11 @@ def stale_commit(store: RedisBehaviourStore, clock: FakeClock, read: RoundInput)
 
 
 def test_erase_leaves_no_key_and_no_index_entry(
-    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+    store: RedisBehaviourStore,
+    client: redis.Redis,
+    redis_target: RedisTarget,
+    clock: FakeClock,
+    make_obs: MakeObs,
 ) -> None:
     other = "team-a:user-2"
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("tool_failure", "b")])
@@ -68,16 +73,16 @@ def test_erase_leaves_no_key_and_no_index_entry(
     consolidate_now(store, clock)
     store.append(IDENTITY, [make_obs("query_pattern", "revenue")])  # still pending
     store.append(other, [make_obs("tool_success", "a", identity=other)])
-    names = {k.split(b":")[1] for k in keys_of(client, IDENTITY)}
+    names = {k.split(b":")[1] for k in keys_of(redis_target, IDENTITY)}
     assert names == {b"state", b"obs", b"obsid", b"obsts", b"obsgone", b"facts", b"pending"}
 
     assert store.erase(IDENTITY) == {"observations": 2, "facts": 3}
 
-    assert keys_of(client, IDENTITY) == []
+    assert keys_of(redis_target, IDENTITY) == []
     assert client.zscore(store.index_key, IDENTITY) is None
     assert IDENTITY not in store.list_identities(limit=1000)[0]
     # the other identity is untouched
-    assert keys_of(client, other) != []
+    assert keys_of(redis_target, other) != []
     assert store.list_identities()[0] == [other]
     # idempotent, and the store's read and retention paths create nothing for it
     assert store.erase(IDENTITY) == {"observations": 0, "facts": 0}
@@ -85,12 +90,16 @@ def test_erase_leaves_no_key_and_no_index_entry(
     assert store.delete_fact(IDENTITY, "fact:tool_affinity:a") is False
     assert store.prune(IDENTITY, clock.now_ms()) == 0
     assert store.remove_if_empty(IDENTITY) is True
-    assert keys_of(client, IDENTITY) == []
+    assert keys_of(redis_target, IDENTITY) == []
     assert client.zscore(store.index_key, IDENTITY) is None
 
 
 def test_a_consolidation_racing_an_erasure_writes_nothing_back(
-    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+    store: RedisBehaviourStore,
+    client: redis.Redis,
+    redis_target: RedisTarget,
+    clock: FakeClock,
+    make_obs: MakeObs,
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     consolidate_now(store, clock)  # cursor and version are no longer zero ...
@@ -99,12 +108,16 @@ def test_a_consolidation_racing_an_erasure_writes_nothing_back(
     store.erase(IDENTITY)
     assert stale_commit(store, clock, read) is False
     # ... nor were they for the round read above: nothing, not even an index entry, is back
-    assert keys_of(client, IDENTITY) == []
+    assert keys_of(redis_target, IDENTITY) == []
     assert client.zscore(store.index_key, IDENTITY) is None
 
 
 def test_a_fresh_identity_racing_an_erasure_writes_nothing_back(
-    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+    store: RedisBehaviourStore,
+    client: redis.Redis,
+    redis_target: RedisTarget,
+    clock: FakeClock,
+    make_obs: MakeObs,
 ) -> None:
     # never consolidated: cursor 0 and version 0 before and after the erasure alike
     store.append(IDENTITY, [make_obs("tool_success", "a")])
@@ -112,7 +125,7 @@ def test_a_fresh_identity_racing_an_erasure_writes_nothing_back(
     assert (read.cursor, read.version) == (0, 0)
     store.erase(IDENTITY)
     assert stale_commit(store, clock, read) is False
-    assert keys_of(client, IDENTITY) == []
+    assert keys_of(redis_target, IDENTITY) == []
 
 
 def test_a_stale_round_is_fenced_even_when_the_user_came_back_meanwhile(
@@ -238,7 +251,7 @@ def test_settings_retention_reaches_consolidation(
 ) -> None:
     def service(days: int) -> BehaviourService:
         svc = BehaviourService.from_settings(
-            Settings(observation_retention_days=days, redis_key_prefix=f"r{days}"),
+            Settings(observation_retention_days=days, redis_key_prefix=f"{APP_PREFIX}:r{days}"),
             redis_client=client,
         )
         svc.clock = clock

@@ -1,4 +1,5 @@
-"""Regressions from review, on a real redis-server (and the in-memory store where it applies):
+"""Regressions from review, on a real redis-server and Redis Cluster (and the in-memory store
+where it applies):
 the prune/commit race on pending counts, the sweep/reinforce race, the standalone classes on
 one Redis through different clients, and idempotency tombstones after the 7-day prune."""
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import redis
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.services import APP_PREFIX, RedisServer, RedisTarget
 
 from engram import ExponentialDecay, Fact, consolidate
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
@@ -41,7 +43,7 @@ def by_subject(facts: Sequence[Fact]) -> dict[str, Fact]:
 @pytest.fixture(params=["redis", "memory"])
 def any_store(request: pytest.FixtureRequest, client: redis.Redis, clock: FakeClock) -> Any:
     if request.param == "redis":
-        return RedisBehaviourStore(client, prefix="races", clock=clock)
+        return RedisBehaviourStore(client, prefix=f"{APP_PREFIX}:races", clock=clock)
     return InMemoryBehaviourStore(clock=clock)
 
 
@@ -135,28 +137,31 @@ def test_delete_unchanged_deletes_only_facts_stored_as_read(
 
 
 # --- 3. the standalone classes on one Redis through different clients ----------------------
-def test_standalone_classes_on_one_redis_share_backing(redis_url: str, clock: FakeClock) -> None:
-    clients = [redis.Redis.from_url(redis_url, socket_timeout=5) for _ in range(3)]
-    other_db = redis.Redis.from_url(redis_url.rsplit("/", 1)[0] + "/5", socket_timeout=5)
+def test_standalone_classes_on_one_redis_share_backing(
+    redis_target: RedisTarget, own_redis: RedisServer, clock: FakeClock
+) -> None:
+    clients = [redis_target.client() for _ in range(3)]
+    other_server = own_redis.target().client()
     try:
         log = RedisObservationLog(clients[0], clock=clock)
         facts = RedisFactRepository(clients[1], clock=clock)
         checkpoints = RedisCheckpointStore(clients[2], clock=clock)
         assert log.shares_backing_with(facts)
         assert log.shares_backing_with(checkpoints)
-        assert not log.shares_backing_with(RedisFactRepository(other_db, clock=clock))
-        assert not log.shares_backing_with(RedisFactRepository(clients[1], prefix="x"))
+        assert not log.shares_backing_with(RedisFactRepository(other_server, clock=clock))
+        other_prefix = RedisFactRepository(clients[1], prefix=f"{APP_PREFIX}:x")
+        assert not log.shares_backing_with(other_prefix)
         assert not log.shares_backing_with(object())
     finally:
-        for c in [*clients, other_db]:
+        for c in [*clients, other_server]:
             c.close()
 
 
 def test_the_standalone_checkpoint_drains_what_it_covers(
-    redis_url: str, clock: FakeClock, make_obs: MakeObs
+    redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
-    a = redis.Redis.from_url(redis_url, socket_timeout=5)
-    b = redis.Redis.from_url(redis_url, socket_timeout=5)
+    a = redis_target.client()
+    b = redis_target.client()
     try:
         store = RedisBehaviourStore(a, clock=clock)
         checkpoints = RedisCheckpointStore(b, clock=clock)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.services import APP_PREFIX, RedisTarget
 
 from engram import AdaptiveDecay, ExponentialDecay, Fact, consolidate
 from engram.adapters.redis_behaviour import RedisBehaviourStore, encode_fact
@@ -55,9 +56,9 @@ def mixed_batch(make_obs: MakeObs, n: int, *, offset: int = 0) -> list[Any]:
 def test_staged_and_script_argument_commits_store_and_return_the_same_facts(
     client: redis.Redis, clock: FakeClock, make_obs: MakeObs, decay: Any
 ) -> None:
-    staged = RedisBehaviourStore(client, prefix="staged", clock=clock)
+    staged = RedisBehaviourStore(client, prefix=f"{APP_PREFIX}:staged", clock=clock)
     staged.stage_min_upserts = ALWAYS
-    scripted = RedisBehaviourStore(client, prefix="scripted", clock=clock)
+    scripted = RedisBehaviourStore(client, prefix=f"{APP_PREFIX}:scripted", clock=clock)
     scripted.stage_min_upserts = NEVER
     for round_no in range(4):
         batch = mixed_batch(make_obs, 60 + 10 * round_no, offset=round_no)
@@ -131,7 +132,7 @@ def test_a_fenced_staged_commit_changes_nothing_and_leaves_no_stage(
 
 
 def test_an_erasure_between_read_and_staged_commit_leaves_nothing(
-    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
+    store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.stage_min_upserts = ALWAYS
     store.append(IDENTITY, mixed_batch(make_obs, 40))
@@ -149,7 +150,7 @@ def test_an_erasure_between_read_and_staged_commit_leaves_nothing(
         hard_prune_before_ms=0,
         now_ms=clock.now_ms(),
     )
-    assert [k for k in client.keys("*") if b"{" + IDENTITY.encode() + b"}" in k] == []
+    assert [k for k in redis_target.key_names() if b"{" + IDENTITY.encode() + b"}" in k] == []
 
 
 def test_a_staged_commit_that_leaves_no_fact_deletes_the_fact_set(

@@ -16,7 +16,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from tests.support.faultproxy import FaultProxy, Mode
-from tests.support.services import EmbeddedPostgres, RedisServer, free_port
+from tests.support.services import (
+    APP_PASSWORD,
+    APP_USER,
+    EmbeddedPostgres,
+    RedisServer,
+    RedisTarget,
+    free_port,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -38,9 +45,27 @@ def pg_connect(url: str, timeout_s: int = 2) -> psycopg.Connection[tuple[object,
 
 
 @pytest.fixture
+def redis_url(standalone_redis: RedisTarget) -> str:
+    """The session's standalone server, flushed (the proxy fronts one server: a cluster
+    client would follow the slot map around it)."""
+    return standalone_redis.url
+
+
+@pytest.fixture
 def redis_proxy(redis_url: str) -> Iterator[FaultProxy]:
     with FaultProxy.for_redis_url(redis_url) as proxy:
         yield proxy
+
+
+AUTH_PING = f"AUTH {APP_USER} {APP_PASSWORD}\r\nPING\r\n".encode()
+OK_PONG = b"+OK\r\n+PONG\r\n"
+
+
+def recv_exactly(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n and (chunk := s.recv(n - len(data))):
+        data += chunk
+    return data
 
 
 @pytest.fixture
@@ -52,8 +77,8 @@ def pg_proxy(postgres: EmbeddedPostgres) -> Iterator[FaultProxy]:
 def ping_raw(address: tuple[str, int]) -> bytes:
     """One inline PING on a fresh socket; the RST may already hit connect() or only recv()."""
     with socket.create_connection(address, timeout=2) as s:
-        s.sendall(b"PING\r\n")
-        return s.recv(16)
+        s.sendall(AUTH_PING)
+        return recv_exactly(s, len(OK_PONG))
 
 
 def eventually(check: Callable[[], bool], within_s: float = 3.0) -> bool:
@@ -77,10 +102,10 @@ def elapsed(fn: Callable[[], object]) -> float:
 def test_redis_pass_through_ping_set_get(redis_proxy: FaultProxy, redis_url: str) -> None:
     client = fast_redis(redis_proxy.url_for_redis())
     assert client.ping() is True
-    client.set("k", "v")
-    assert client.get("k") == b"v"
+    client.set("engram:k", "v")
+    assert client.get("engram:k") == b"v"
     # the write reached the real server, not a stand-in
-    assert fast_redis(redis_url).get("k") == b"v"
+    assert fast_redis(redis_url).get("engram:k") == b"v"
     stats = redis_proxy.stats()
     assert stats.connections == 1
     assert stats.active == 1
@@ -121,9 +146,9 @@ def test_latency_delays_each_round_trip(redis_proxy: FaultProxy) -> None:
     # one request chunk and one reply chunk, each delayed 100 ms
     assert elapsed(client.ping) >= 0.18
     redis_proxy.latency(60, jitter_ms=20)
-    assert elapsed(lambda: client.set("k", "v")) >= 0.07  # 2 x (60 - 20) ms at least
+    assert elapsed(lambda: client.set("engram:k", "v")) >= 0.07  # 2 x (60 - 20) ms at least
     redis_proxy.pass_through()
-    assert client.get("k") == b"v"
+    assert client.get("engram:k") == b"v"
     client.close()
 
 
@@ -145,14 +170,14 @@ def test_blackhole_makes_redis_time_out_then_recovers(
     assert existing.ping()
     redis_proxy.blackhole()
     with pytest.raises(redis.TimeoutError):
-        existing.set("k", "lost")
+        existing.set("engram:k", "lost")
     fresh = fast_redis(redis_proxy.url_for_redis())
     with pytest.raises(redis.TimeoutError):
         fresh.ping()  # accepted, read, never answered
     stats = redis_proxy.stats()
     assert stats.bytes_dropped > 0
     # nothing was forwarded: the server never saw the write
-    assert fast_redis(redis_url).get("k") is None
+    assert fast_redis(redis_url).get("engram:k") is None
 
     redis_proxy.pass_through()
     assert fresh.ping()
@@ -192,8 +217,8 @@ def test_reset_resets_existing_and_new_connections(redis_proxy: FaultProxy) -> N
     existing = fast_redis(redis_proxy.url_for_redis())
     assert existing.ping()
     raw = socket.create_connection(redis_proxy.address, timeout=2)
-    raw.sendall(b"PING\r\n")
-    assert raw.recv(16) == b"+PONG\r\n"
+    raw.sendall(AUTH_PING)
+    assert recv_exactly(raw, len(OK_PONG)) == OK_PONG
 
     redis_proxy.reset()
     # RST, not FIN: the peer gets ECONNRESET rather than an orderly end of stream
@@ -235,12 +260,12 @@ def test_half_open_forwards_requests_but_drops_replies(
     assert client.ping()
     redis_proxy.half_open()
     with pytest.raises(redis.TimeoutError):
-        client.set("k", "arrived")
+        client.set("engram:k", "arrived")
     # the request reached the server; only its answer was lost on the way back
-    assert fast_redis(redis_url).get("k") == b"arrived"
+    assert fast_redis(redis_url).get("engram:k") == b"arrived"
     assert redis_proxy.stats().bytes_dropped > 0
     redis_proxy.pass_through()
-    assert client.get("k") == b"arrived"
+    assert client.get("engram:k") == b"arrived"
 
 
 # ---------------------------------------------------------------- down, flap
@@ -324,13 +349,13 @@ def test_close_all_ends_open_connections(redis_proxy: FaultProxy) -> None:
     a = socket.create_connection(redis_proxy.address, timeout=2)
     b = socket.create_connection(redis_proxy.address, timeout=2)
     for s in (a, b):
-        s.sendall(b"PING\r\n")
-        assert s.recv(16) == b"+PONG\r\n"
+        s.sendall(AUTH_PING)
+        assert recv_exactly(s, len(OK_PONG)) == OK_PONG
     assert redis_proxy.close_all() == 2
     assert a.recv(16) == b""  # an orderly close (FIN)
     c = socket.create_connection(redis_proxy.address, timeout=2)
-    c.sendall(b"PING\r\n")
-    assert c.recv(16) == b"+PONG\r\n"
+    c.sendall(AUTH_PING)
+    assert recv_exactly(c, len(OK_PONG)) == OK_PONG
     assert redis_proxy.close_all(rst=True) == 1
     with pytest.raises(ConnectionResetError):
         c.recv(16)

@@ -17,9 +17,9 @@ from functions.ingest import handler as ingest_fn
 from functions.ingest_consumer import handler as consumer_fn
 from functions.memories import handler as memories_fn
 from functions.session import handler as session_fn
+from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
-from engram.adapters.redis_client import make_redis
 from engram.adapters.sqs import SqsSender
 from engram.api.models import ROUTES as SPEC_ROUTES
 from engram.bootstrap import Container, set_container
@@ -100,6 +100,7 @@ class Stack:
     ingest_queue: LocalQueue
     extraction_queue: LocalQueue
     closers: list[Any] = field(default_factory=list)
+    redis_target: RedisTarget | None = None  # the deployment behind settings.redis_url
 
     def call(self, route_key: str, **kwargs: Any) -> Response:
         event = api_event(route_key, **kwargs)
@@ -124,6 +125,11 @@ class Stack:
 
     def redis(self) -> Any:
         return self.container.redis
+
+    def redis_key_names(self) -> list[str]:
+        """Every key on the deployment (listed as the administrator)."""
+        assert self.redis_target is not None
+        return [k.decode() for k in self.redis_target.key_names()]
 
 
 def peek_records(queue: LocalQueue) -> list[dict[str, Any]]:
@@ -182,9 +188,9 @@ def _quiet_powertools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
 
 
-def settings_for(redis_url: str, database_url: str, tmp: Any, **extra: Any) -> Settings:
+def settings_for(redis: RedisTarget, database_url: str, tmp: Any, **extra: Any) -> Settings:
     values: dict[str, Any] = {
-        "redis_url": redis_url,
+        **redis.settings(),
         "database_url": database_url,
         "data_dir": tmp,
         "database_connect_timeout_s": 1,
@@ -207,9 +213,12 @@ def clock() -> Clock | None:
 
 
 @pytest.fixture
-def stack(redis_url: str, migrated_url: str, tmp_path: Any, clock: Clock | None) -> Iterator[Stack]:
-    settings = settings_for(redis_url, migrated_url, tmp_path)
+def stack(
+    redis_target: RedisTarget, migrated_url: str, tmp_path: Any, clock: Clock | None
+) -> Iterator[Stack]:
+    settings = settings_for(redis_target, migrated_url, tmp_path)
     built = make_stack(settings, clock=clock)
+    built.redis_target = redis_target
     old = set_container(built.container)
     try:
         yield built
@@ -234,7 +243,3 @@ def make(tmp_path: Any) -> Iterator[Any]:
     set_container(None)
     for built in made:
         built.container.close()
-
-
-def redis_for(url: str) -> Any:
-    return make_redis(Settings(redis_url=url))

@@ -9,7 +9,7 @@ from typing import Any
 
 from functions.ingest_consumer import handler as consumer_fn
 from tests.integration.functions.conftest import peek_records, settings_for
-from tests.support.services import RedisServer, free_port
+from tests.support.services import RedisServer, RedisTarget, free_port
 
 from engram.adapters.redis_client import make_redis
 from engram.local.server import FakeLambdaContext
@@ -28,7 +28,7 @@ def dead_database_url() -> str:
 def test_consumer_reports_each_record_while_redis_is_down_and_stores_once_after(
     own_redis: RedisServer, migrated_url: str, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(own_redis.url, migrated_url, tmp_path)
+    settings = settings_for(own_redis.target(), migrated_url, tmp_path)
     stack = make(settings, redis_client=make_redis(settings))
     body = {"observations": [{**OBS, "content": f"call {i}"} for i in range(5)]}
     accepted = stack.call("POST /v1/observations", body=body)
@@ -66,7 +66,7 @@ def test_a_bad_record_fails_alone(stack: Any) -> None:
 def test_session_is_200_and_degraded_with_redis_stopped(
     own_redis: RedisServer, migrated_url: str, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(own_redis.url, migrated_url, tmp_path, consolidation_budget_ms=500)
+    settings = settings_for(own_redis.target(), migrated_url, tmp_path, consolidation_budget_ms=500)
     stack = make(settings, redis_client=make_redis(settings))
     saved = stack.call("POST /v1/memories", body={"key": "editor", "value": "helix"})
     assert saved.status == 201
@@ -82,9 +82,11 @@ def test_session_is_200_and_degraded_with_redis_stopped(
 
 
 def test_session_is_200_and_degraded_with_postgres_unreachable(
-    redis_url: str, tmp_path: Path, make: Any
+    redis_target: RedisTarget, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(redis_url, dead_database_url(), tmp_path, consolidation_budget_ms=500)
+    settings = settings_for(
+        redis_target, dead_database_url(), tmp_path, consolidation_budget_ms=500
+    )
     stack = make(settings)
     stack.call("POST /v1/events", body={"events": [{"kind": "query", "text": "royalty report"}]})
     stack.deliver()
@@ -98,9 +100,9 @@ def test_session_is_200_and_degraded_with_postgres_unreachable(
 
 
 def test_memory_writes_are_503_with_postgres_unreachable(
-    redis_url: str, tmp_path: Path, make: Any
+    redis_target: RedisTarget, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(redis_url, dead_database_url(), tmp_path)
+    settings = settings_for(redis_target, dead_database_url(), tmp_path)
     stack = make(settings)
     res = stack.call("POST /v1/memories", body={"key": "editor", "value": "helix"})
     assert res.status == 503
@@ -119,9 +121,9 @@ def test_health_is_public_and_ok(stack: Any) -> None:
 
 
 def test_erasure_with_postgres_unreachable_is_503_and_erases_nothing(
-    redis_url: str, tmp_path: Path, make: Any
+    redis_target: RedisTarget, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(redis_url, dead_database_url(), tmp_path)
+    settings = settings_for(redis_target, dead_database_url(), tmp_path)
     stack = make(settings)
     stack.call("POST /v1/events", body={"events": [{"kind": "query", "text": "royalty report"}]})
     stack.deliver()
@@ -142,9 +144,9 @@ def test_transcript_is_503_when_the_extraction_queue_refuses(stack: Any) -> None
 
 
 def test_over_the_rate_limit_is_429_and_queues_nothing(
-    redis_url: str, migrated_url: str, tmp_path: Path, make: Any
+    redis_target: RedisTarget, migrated_url: str, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(redis_url, migrated_url, tmp_path, observations_per_minute=5)
+    settings = settings_for(redis_target, migrated_url, tmp_path, observations_per_minute=5)
     stack = make(settings)
     body = {"observations": [{**OBS, "content": f"call {i}"} for i in range(4)]}
     assert stack.call("POST /v1/observations", body=body).status == 202
@@ -160,7 +162,7 @@ def test_over_the_rate_limit_is_429_and_queues_nothing(
 def test_ingest_accepts_with_redis_down(
     own_redis: RedisServer, migrated_url: str, tmp_path: Path, make: Any
 ) -> None:
-    settings = settings_for(own_redis.url, migrated_url, tmp_path)
+    settings = settings_for(own_redis.target(), migrated_url, tmp_path)
     stack = make(settings, redis_client=make_redis(settings))
     own_redis.stop()
     res = stack.call("POST /v1/observations", body={"observations": [OBS]})

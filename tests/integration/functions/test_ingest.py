@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from tests.integration.functions.conftest import Stack, peek_records, settings_for
+from tests.support.services import RedisTarget
 
 from engram.extraction.models import TranscriptJob
 
@@ -213,10 +214,10 @@ def test_transcript_for_a_persona_the_caller_may_not_use_is_403(stack: Stack) ->
 
 
 def test_transcripts_are_rate_limited(
-    redis_url: str, migrated_url: str, tmp_path: Any, make: Any
+    redis_target: RedisTarget, migrated_url: str, tmp_path: Any, make: Any
 ) -> None:
     limited: Stack = make(
-        settings_for(redis_url, migrated_url, tmp_path, observations_per_minute=2)
+        settings_for(redis_target, migrated_url, tmp_path, observations_per_minute=2)
     )
     body = {"messages": [{"role": "user", "content": "hello"}]}
     path = {"conversationId": "c-2"}

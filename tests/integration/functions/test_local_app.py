@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 from tests.integration.functions.conftest import settings_for
+from tests.support.services import RedisTarget
 
 from engram.api.models import ROUTES
 from engram.bootstrap import set_container
@@ -18,8 +19,8 @@ from engram.local.server import LocalService
 from engram.local.tokens import TokenSigner
 
 
-def test_serve_app_end_to_end(redis_url: str, migrated_url: str, tmp_path: Path) -> None:
-    settings = settings_for(redis_url, migrated_url, tmp_path, maintenance_interval_s=1, port=0)
+def test_serve_app_end_to_end(redis_target: RedisTarget, migrated_url: str, tmp_path: Path) -> None:
+    settings = settings_for(redis_target, migrated_url, tmp_path, maintenance_interval_s=1, port=0)
     runs = threading.Event()
     app = build_app(
         settings,

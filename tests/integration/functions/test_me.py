@@ -48,8 +48,7 @@ def populate(stack: Stack, user: str) -> None:
 
 
 def redis_keys_naming(stack: Stack, text: str) -> list[str]:
-    keys = [k.decode() for k in stack.redis().scan_iter(count=1000)]
-    return [k for k in keys if text in k]
+    return [k for k in stack.redis_key_names() if text in k]
 
 
 def memory_rows(url: str, user: str) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
@@ -70,6 +71,7 @@ class World:
     clock: FakeClock
     queue: PullQueue
     url: str
+    redis_target: RedisTarget
 
     def caller(self, user: str, team: str = "acme", *, admin: bool = False) -> Caller:
         return Caller(user_id=user, team_id=team, is_team_admin=admin)
@@ -107,10 +109,10 @@ class World:
 
 
 @pytest.fixture
-def world(redis_url: str, db: Database, tmp_path: Path) -> Iterator[World]:
+def world(redis_target: RedisTarget, db: Database, tmp_path: Path) -> Iterator[World]:
     clock = FakeClock(T0)
     settings = Settings(
-        redis_url=redis_url,
+        **redis_target.settings(),
         database_url=db.conninfo,
         data_dir=tmp_path,
         embedding_dimensions=DIMS,
@@ -137,7 +139,7 @@ def world(redis_url: str, db: Database, tmp_path: Path) -> Iterator[World]:
         extraction_queue_url=queue.url,
     )
     try:
-        yield World(settings, container, clock, queue, db.conninfo)
+        yield World(settings, container, clock, queue, db.conninfo, redis_target)
     finally:
         container.close()
         redis.close()

@@ -37,7 +37,7 @@ def observation(identity: str, created_at: int, tool: str = "search") -> Observa
 
 
 def redis_snapshot(world: World) -> dict[str, Any]:
-    client = world.container.redis
+    client = world.redis_target.admin()  # lists keys: the administrator's right, not Engram's
     state_key = f"{world.settings.redis_key_prefix}:maintenance:state"
     out: dict[str, Any] = {}
     for raw in client.scan_iter(count=500):
@@ -59,6 +59,7 @@ def redis_snapshot(world: World) -> dict[str, Any]:
         else:
             value = client.xrange(key) if kind == "stream" else kind
         out[key] = value
+    client.close()
     return out
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.support.services import RedisTarget
+
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
 from engram.identity import Caller
@@ -16,10 +18,10 @@ from engram.settings import Settings
 
 
 def test_transcript_route_then_scheduled_hook(
-    redis_url: str, database_url: str, tmp_path: Path
+    redis_target: RedisTarget, database_url: str, tmp_path: Path
 ) -> None:
     apply_migrations(database_url, embedding_dimensions=1024)
-    settings = Settings(redis_url=redis_url, database_url=database_url, data_dir=tmp_path)
+    settings = Settings(**redis_target.settings(), database_url=database_url, data_dir=tmp_path)
     app = build_app(settings, parts={"database_url": database_url, "migrate": False})
     try:
         route = "POST /v1/conversations/{conversationId}/transcript"

@@ -21,6 +21,7 @@ import pytest
 import redis
 from tests.support.faultproxy import FaultProxy
 from tests.support.ledger import Ledger, assert_exactly_once, ledger
+from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
@@ -57,7 +58,7 @@ class Live:
     app: LocalApp
     service: LocalService
     signer: TokenSigner
-    redis_url: str
+    redis_target: RedisTarget
     _clients: list[httpx.Client] = field(default_factory=list)
 
     @property
@@ -84,7 +85,14 @@ class Live:
         return self.http(self.token(user, team, **kwargs))
 
     def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(self.redis_url, socket_timeout=5)
+        """A client as Engram's user."""
+        client: redis.Redis = self.redis_target.client()
+        return client
+
+    def redis_admin(self) -> redis.Redis:
+        """A client as the administrator (it may list keys)."""
+        client: redis.Redis = self.redis_target.admin()
+        return client
 
     def ledger(self, identity_id: str) -> Ledger:
         client = self.redis()
@@ -101,9 +109,11 @@ class Live:
         return ok
 
 
-def start_live(redis_url: str, database_url: str, data_dir: Path, **overrides: Any) -> Live:
+def start_live(
+    redis_target: RedisTarget, database_url: str, data_dir: Path, **overrides: Any
+) -> Live:
     values: dict[str, Any] = {
-        "redis_url": redis_url,
+        **redis_target.settings(),
         "database_url": database_url,
         "data_dir": data_dir,
         "port": 0,
@@ -123,7 +133,7 @@ def start_live(redis_url: str, database_url: str, data_dir: Path, **overrides: A
         service.add_drain_hook(hook)
     service.start()
     signer = TokenSigner(data_dir, audience=settings.local_audience, settings=settings)
-    return Live(settings, app, service, signer, redis_url)
+    return Live(settings, app, service, signer, redis_target)
 
 
 @pytest.fixture
@@ -136,8 +146,8 @@ def migrated_url(database_url: str) -> str:
 def live_factory(tmp_path: Path) -> Iterator[Callable[..., Live]]:
     made: list[Live] = []
 
-    def factory(redis_url: str, database_url: str, **overrides: Any) -> Live:
-        built = start_live(redis_url, database_url, tmp_path, **overrides)
+    def factory(redis_target: RedisTarget, database_url: str, **overrides: Any) -> Live:
+        built = start_live(redis_target, database_url, tmp_path, **overrides)
         made.append(built)
         return built
 
@@ -147,8 +157,8 @@ def live_factory(tmp_path: Path) -> Iterator[Callable[..., Live]]:
 
 
 @pytest.fixture
-def live(redis_url: str, migrated_url: str, live_factory: Callable[..., Live]) -> Live:
-    return live_factory(redis_url, migrated_url)
+def live(redis_target: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]) -> Live:
+    return live_factory(redis_target, migrated_url)
 
 
 def postgres_proxy(database_url: str) -> tuple[FaultProxy, str]:

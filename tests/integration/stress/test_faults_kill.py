@@ -36,7 +36,7 @@ import pytest
 import redis
 from tests.integration.stress.conftest import assert_exactly_once, eventually, ledger
 from tests.support.faultproxy import FaultProxy
-from tests.support.services import RedisServer, free_port
+from tests.support.services import RedisServer, RedisTarget, free_port
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.models import parse_observations
@@ -263,20 +263,23 @@ def test_kill_9_mid_ingest_loses_nothing_that_got_a_202(
 
 
 CONSOLIDATOR = r"""
-import sys, redis
+import sys
 from engram import ExponentialDecay, RedisBehaviourStore, consolidate
-store = RedisBehaviourStore(redis.Redis.from_url(sys.argv[1]))
+from engram.adapters.redis_client import make_redis
+from engram.settings import Settings
+store = RedisBehaviourStore(make_redis(Settings(redis_socket_timeout_ms=5000)))
 print("ready", flush=True)
 while True:
-    consolidate(sys.argv[2], observations=store, facts=store, checkpoints=store.checkpoints,
+    consolidate(sys.argv[1], observations=store, facts=store, checkpoints=store.checkpoints,
                 decay=ExponentialDecay())
 """
 
 
-def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_url: str) -> None:
-    client = redis.Redis.from_url(redis_url)
+def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_target: RedisTarget) -> None:
+    client = redis_target.client()
     store = RedisBehaviourStore(client)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "shared"), str(REPO)])}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env |= redis_target.env() | {"PYTHONPATH": os.pathsep.join([str(REPO / "shared"), str(REPO)])}
     rng = random.Random(7)
     appended: list[str] = []
     batches = 0
@@ -300,7 +303,7 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_url: str) -
 
     for _ in range(6):
         proc = subprocess.Popen(
-            [sys.executable, "-c", CONSOLIDATOR, redis_url, IDENTITY],
+            [sys.executable, "-c", CONSOLIDATOR, IDENTITY],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from tests.integration.stress.conftest import Live, eventually, postgres_proxy
 from tests.support.faultproxy import FaultProxy
+from tests.support.services import RedisTarget
 
 BUDGET_MS = 500
 SLACK_S = 1.5
@@ -30,9 +31,11 @@ def pg_proxy(migrated_url: str) -> Iterator[tuple[FaultProxy, str]]:
         proxy.stop()
 
 
-def start(live_factory: Callable[..., Live], redis_url: str, url: str) -> tuple[Live, httpx.Client]:
+def start(
+    live_factory: Callable[..., Live], redis_target: RedisTarget, url: str
+) -> tuple[Live, httpx.Client]:
     live = live_factory(
-        redis_url,
+        redis_target,
         url,
         consolidation_budget_ms=BUDGET_MS,
         database_statement_timeout_ms=1000,
@@ -63,10 +66,12 @@ def healthy(http: httpx.Client) -> None:
 
 
 def test_slow_postgres_times_out_recall_not_the_session(
-    redis_url: str, pg_proxy: tuple[FaultProxy, str], live_factory: Callable[..., Live]
+    standalone_redis: RedisTarget,
+    pg_proxy: tuple[FaultProxy, str],
+    live_factory: Callable[..., Live],
 ) -> None:
     proxy, url = pg_proxy
-    _, http = start(live_factory, redis_url, url)
+    _, http = start(live_factory, standalone_redis, url)
     proxy.latency(400)
     for _ in range(2):
         elapsed, body = session(http)
@@ -83,10 +88,12 @@ def test_slow_postgres_times_out_recall_not_the_session(
 
 
 def test_postgres_down_then_back(
-    redis_url: str, pg_proxy: tuple[FaultProxy, str], live_factory: Callable[..., Live]
+    standalone_redis: RedisTarget,
+    pg_proxy: tuple[FaultProxy, str],
+    live_factory: Callable[..., Live],
 ) -> None:
     proxy, url = pg_proxy
-    live, http = start(live_factory, redis_url, url)
+    live, http = start(live_factory, standalone_redis, url)
     anonymous = live.http()
     proxy.down()
     elapsed, body = session(http)
@@ -109,10 +116,12 @@ def test_postgres_down_then_back(
 
 
 def test_flapping_postgres_every_acknowledged_write_is_kept_once(
-    redis_url: str, pg_proxy: tuple[FaultProxy, str], live_factory: Callable[..., Live]
+    standalone_redis: RedisTarget,
+    pg_proxy: tuple[FaultProxy, str],
+    live_factory: Callable[..., Live],
 ) -> None:
     proxy, url = pg_proxy
-    live, http = start(live_factory, redis_url, url)
+    live, http = start(live_factory, standalone_redis, url)
     proxy.flap(0.3)
     acknowledged: dict[str, str] = {"editor": "helix"}
     statuses: list[int] = []

@@ -65,7 +65,11 @@ def test_slow_redis_degrades_sessions_within_budget_and_loses_nothing(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
     with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(proxy.url_for_redis(), migrated_url, consolidation_budget_ms=BUDGET_MS)
+        live = live_factory(
+            own_redis.target().reached_at(proxy.url_for_redis()),
+            migrated_url,
+            consolidation_budget_ms=BUDGET_MS,
+        )
         http = live.user()
         accepted = send(http, 0)
         assert live.queue.drain(10)
@@ -88,7 +92,11 @@ def test_redis_down_then_back(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
     with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(proxy.url_for_redis(), migrated_url, consolidation_budget_ms=BUDGET_MS)
+        live = live_factory(
+            own_redis.target().reached_at(proxy.url_for_redis()),
+            migrated_url,
+            consolidation_budget_ms=BUDGET_MS,
+        )
         http = live.user()
         anonymous = live.http()
         accepted = send(http, 0)
@@ -121,7 +129,11 @@ def test_flapping_redis_loses_and_duplicates_nothing(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
     with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(proxy.url_for_redis(), migrated_url, consolidation_budget_ms=BUDGET_MS)
+        live = live_factory(
+            own_redis.target().reached_at(proxy.url_for_redis()),
+            migrated_url,
+            consolidation_budget_ms=BUDGET_MS,
+        )
         http = live.user()
         accepted: list[str] = []
         proxy.flap(0.25)
@@ -155,7 +167,11 @@ def test_blackholed_redis_does_not_block_ingest_or_sessions(
     socket timeout (ingest needs SQS, not Redis), sessions degrade within the budget, and the
     observations queued meanwhile are stored once Redis answers again."""
     with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(proxy.url_for_redis(), migrated_url, consolidation_budget_ms=BUDGET_MS)
+        live = live_factory(
+            own_redis.target().reached_at(proxy.url_for_redis()),
+            migrated_url,
+            consolidation_budget_ms=BUDGET_MS,
+        )
         http = live.user()
         accepted = send(http, 0)
         assert live.queue.drain(10)

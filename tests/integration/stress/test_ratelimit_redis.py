@@ -1,6 +1,6 @@
-"""The Redis rate limiter on a real redis-server: atomic under concurrency (never more than the
-limit admitted, however many processes race), one round trip per check, and fail-open when
-Redis is gone."""
+"""The Redis rate limiter on a real redis-server and Redis Cluster: atomic under concurrency
+(never more than the limit admitted, however many processes race), one round trip per check,
+and fail-open when Redis is gone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 import redis
-from tests.support.services import RedisServer
+from redis.cluster import RedisCluster
+from tests.support.services import RedisServer, RedisTarget
 
 from engram.adapters.redis_ratelimit import RedisRateLimitStore
 from engram.errors import RateLimited
@@ -17,7 +18,9 @@ from engram.ratelimit import Algorithm, RateLimiter
 
 
 @pytest.mark.parametrize("algorithm", ["sliding", "fixed"])
-def test_racing_clients_never_exceed_the_limit(redis_url: str, algorithm: Algorithm) -> None:
+def test_racing_clients_never_exceed_the_limit(
+    redis_target: RedisTarget, algorithm: Algorithm
+) -> None:
     limit = 50
     admitted: list[int] = []
     refused: list[int] = []
@@ -25,7 +28,7 @@ def test_racing_clients_never_exceed_the_limit(redis_url: str, algorithm: Algori
     barrier = threading.Barrier(8)
 
     def worker() -> None:
-        client = redis.Redis.from_url(redis_url)  # one connection pool per "Lambda"
+        client = redis_target.client()  # one connection pool per "Lambda"
         rl = RateLimiter(RedisRateLimitStore(client), limit=limit, window_s=60, algorithm=algorithm)
         barrier.wait()
         for _ in range(20):
@@ -51,18 +54,34 @@ def test_racing_clients_never_exceed_the_limit(redis_url: str, algorithm: Algori
         assert sum(admitted) in (limit, 2 * limit)
 
 
-def test_one_round_trip_per_check(own_redis: RedisServer) -> None:
-    # a private server: commandstats are server-wide, and the e2e tier's `engram serve` runs
-    # its maintenance timer on the shared one (another database, same counters)
-    client: Any = redis.Redis.from_url(own_redis.url)
+def command_calls(admin: Any, cluster: bool) -> dict[str, int]:
+    """Calls per command since the last CONFIG RESETSTAT, summed over every primary."""
+    if not cluster:
+        stats = admin.info("commandstats")
+        return {k: v["calls"] for k, v in stats.items() if not k.startswith("cmdstat_config")}
+    per_node = admin.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+    calls: dict[str, int] = {}
+    for stats in per_node.values():
+        for k, v in stats.items():
+            if not k.startswith("cmdstat_config"):
+                calls[k] = calls.get(k, 0) + v["calls"]
+    return calls
+
+
+def test_one_round_trip_per_check(redis_target: RedisTarget) -> None:
+    # commandstats are server-wide: nothing else runs on the session deployments meanwhile
+    # (the e2e tier's `engram serve` has a server of its own)
+    client: Any = redis_target.client()
+    admin: Any = redis_target.admin()
     store = RedisRateLimitStore(client)
     rl = RateLimiter(store, limit=1000)
     rl.check("u")  # loads the script
-    client.config_resetstat()
+    admin.config_resetstat(
+        **({"target_nodes": RedisCluster.PRIMARIES} if redis_target.cluster else {})
+    )
     for _ in range(10):
         rl.check("u", cost=3)
-    stats = client.info("commandstats")
-    top_level = {k: v["calls"] for k, v in stats.items() if not k.startswith("cmdstat_config")}
+    top_level = command_calls(admin, redis_target.cluster)
     # one EVALSHA per check; everything else ran inside the script (same round trip)
     assert top_level.pop("cmdstat_evalsha") == 10
     assert set(top_level) <= {

@@ -32,6 +32,7 @@ import psycopg
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from tests.integration.stress.conftest import Live, eventually
+from tests.support.services import RedisTarget
 
 from engram.api.models import ROUTES
 from engram.local.tokens import ALGORITHM, ISSUER
@@ -279,9 +280,9 @@ def obs(n: int, tag: str) -> dict[str, Any]:
 
 
 def test_observation_rate_limit_answers_429_and_queues_nothing(
-    redis_url: str, migrated_url: str, live_factory: Callable[..., Live]
+    redis_target: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    live = live_factory(redis_url, migrated_url, observations_per_minute=5)
+    live = live_factory(redis_target, migrated_url, observations_per_minute=5)
     alice = live.user("alice", "acme")
     first = alice.post("/v1/observations", json=obs(3, "a"))
     assert first.status_code == 202
@@ -304,9 +305,9 @@ def test_observation_rate_limit_answers_429_and_queues_nothing(
 
 
 def test_memory_quota_answers_429_quota_exceeded(
-    redis_url: str, migrated_url: str, live_factory: Callable[..., Live]
+    redis_target: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    live = live_factory(redis_url, migrated_url, max_memories_per_user=2)
+    live = live_factory(redis_target, migrated_url, max_memories_per_user=2)
     alice = live.user("alice", "acme")
     assert alice.post("/v1/memories", json={"key": "a", "value": "1"}).status_code == 201
     assert alice.post("/v1/memories", json={"key": "b", "value": "2"}).status_code == 201
@@ -431,7 +432,7 @@ def test_hostile_memories_and_names_are_inert_in_every_prompt_path(live: Live) -
 # --- erasure ---------------------------------------------------------------------------------
 def scan_redis(live: Live, needle: str) -> list[str]:
     """Every key whose name or value mentions ``needle``."""
-    client: Any = live.redis()
+    client: Any = live.redis_admin()  # lists every key: the administrator's right
     hits = []
     for key in client.scan_iter(count=1000):
         kind = client.type(key).decode()

@@ -30,9 +30,10 @@ def test_client_options_fit_the_budget() -> None:
     opts = redis_options(Settings(redis_url="redis://cache:6379/0"))
     assert opts["socket_timeout"] == 0.25
     assert opts["socket_connect_timeout"] == 0.25
-    assert opts["retry"].get_retries() <= 1
     assert opts["retry_on_timeout"] is False
     assert opts["health_check_interval"] > 0
+    client = make_redis(Settings(redis_url="redis://cache:6379/0"))
+    assert client.connection_pool.connection_kwargs["retry"].get_retries() <= 1
 
 
 def test_client_tls_and_auth_for_elasticache() -> None:
@@ -44,8 +45,8 @@ def test_client_tls_and_auth_for_elasticache() -> None:
     )
     client = make_redis(settings)  # connects lazily: nothing happens here
     pool = client.connection_pool
-    assert pool.connection_class is redis.SSLConnection
+    assert issubclass(pool.connection_class, redis.SSLConnection)
     assert pool.connection_kwargs["username"] == "engram"
     assert pool.connection_kwargs["password"] == "s3cret"
     rediss = make_redis(Settings(redis_url="rediss://cache.example:6379/0"))
-    assert rediss.connection_pool.connection_class is redis.SSLConnection
+    assert issubclass(rediss.connection_pool.connection_class, redis.SSLConnection)

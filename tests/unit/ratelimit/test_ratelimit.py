@@ -159,7 +159,7 @@ class DownStore:
     def hit(self, key: str, **kwargs: object) -> Decision:
         raise Unavailable("redis down")
 
-    def reset(self, key: str) -> None:
+    def reset(self, key: str, **kwargs: object) -> None:
         raise Unavailable("redis down")
 
 
