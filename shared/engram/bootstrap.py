@@ -15,7 +15,9 @@ part                   built from
 ``database_url``       ``ENGRAM_DATABASE_URL`` with the credentials of the Secrets Manager
                        secret ``ENGRAM_DATABASE_SECRET_ARN`` when set; without a URL the
                        embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
-``database``           ``engram.adapters.postgres.pool.Database`` (lazy pool)
+``database``           ``engram.adapters.postgres.pool.Database`` (lazy pool); with the secret
+                       every new connection takes the cached secret's credentials, and a
+                       refused login reads it again (``DatabaseLogin``)
 ``memory_store``       ``PostgresMemoryStore`` (memories, personas, team settings)
 ``cursors``            ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
                        Secrets Manager secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the
@@ -31,6 +33,8 @@ part                   built from
 ``ingest``             ``IngestService`` (the ingest function)
 ``sessions``           ``SessionService`` (the session function)
 ``me``                 ``MeService``: export and erasure across both stores
+``cache_rotation``     ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the ElastiCache
+                       user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
 =====================  =================================================================
 """
 
@@ -47,6 +51,7 @@ from engram.clock import Clock, SystemClock
 from engram.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from engram.adapters.cache_rotation import CacheSecretRotation
     from engram.adapters.postgres.pool import Database
     from engram.adapters.postgres.store import PostgresMemoryStore
     from engram.adapters.secrets import SecretsClient
@@ -107,6 +112,7 @@ class Container:
             "erasure_log": erasure_log,
         }
         self._parts.update({k: v for k, v in given.items() if v is not None})
+        self._given = frozenset(self._parts)
         if ingest_queue is not _UNSET:
             self._parts["ingest_queue"] = ingest_queue
         if extraction_queue is not _UNSET:
@@ -200,7 +206,15 @@ class Container:
         def make() -> Database:
             from engram.adapters.postgres.pool import Database
 
-            return Database.from_settings(self.settings, self.database_url)
+            s = self.settings
+            if "database_url" in self._given or not (s.database_url and s.database_secret_arn):
+                return Database.from_settings(s, self.database_url)
+            from engram.adapters.secrets import DatabaseLogin, Secret, secrets_client
+
+            client = self._secrets or secrets_client(s.aws_region)
+            secret = Secret(s.database_secret_arn, client, max_age_s=s.secret_max_age_s)
+            login = DatabaseLogin(s.database_url, secret)
+            return Database.from_settings(s, login.conninfo, refreshed=login.refreshed)
 
         return self._part("database", make)
 
@@ -362,6 +376,15 @@ class Container:
             return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
 
         return self._part("me", make)
+
+    @property
+    def cache_rotation(self) -> CacheSecretRotation:
+        def make() -> CacheSecretRotation:
+            from engram.adapters.cache_rotation import rotation_from_settings
+
+            return rotation_from_settings(self.settings, secrets=self._secrets)
+
+        return self._part("cache_rotation", make)
 
     # --- health -------------------------------------------------------------------------
     def ping_redis(self) -> bool:

@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     redis_secret_arn: str | None = None
     """Secrets Manager secret with the Redis `username` and `password` (AWS; rotated), read at
     run time and read again when Redis refuses the login."""
+    redis_user_id: str | None = None
+    """The cache rotation function only: the ElastiCache user (id) whose password it sets."""
     redis_tls: bool = False
     """Use TLS even when the URL says redis:// (a rediss:// URL always does)."""
     redis_socket_timeout_ms: int = Field(default=250, ge=1, le=10_000)

@@ -321,6 +321,21 @@ class EmbeddedPostgres:
         uri: str = self._server.get_uri(database)  # type: ignore[attr-defined]
         return uri
 
+    def require_password(self, role: str) -> None:
+        """Make ``role`` log in with its password (SCRAM), as every role does on RDS: the
+        embedded server trusts its local socket otherwise. A rule of ``pg_hba.conf`` ahead of
+        the others, read again at once. An external server is left as it is."""
+        if self._external is not None:
+            return
+        import psycopg
+        from psycopg import sql
+
+        hba = self._root / "pgdata" / "pg_hba.conf"
+        rule = f"local all {role} scram-sha-256\nhost all {role} 127.0.0.1/32 scram-sha-256\n"
+        hba.write_text(rule + hba.read_text())
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql.SQL("SELECT pg_reload_conf()"))
+
     def create_database(self, name: str) -> str:
         """A fresh, empty database; returns its URL."""
         import psycopg

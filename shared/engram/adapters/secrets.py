@@ -45,9 +45,13 @@ class Secret:
         self._lock = threading.Lock()
 
     def _read(self, *, force: bool) -> dict[str, Any]:
-        with self._lock:  # one read at a time: a refused login storm reads it once per wave
+        with self._lock:  # one read at a time
             value = self._provider.get(
-                self.secret_id, max_age=self.max_age_s, transform="json", force_fetch=force
+                self.secret_id,
+                max_age=self.max_age_s,
+                transform="json",
+                force_fetch=force,
+                VersionStage="AWSCURRENT",  # what a rotation's last step promotes
             )
         if not isinstance(value, dict) or "password" not in value:
             raise ValueError(f"secret {self.secret_id}: not a JSON object with a password")

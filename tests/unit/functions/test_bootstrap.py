@@ -9,7 +9,7 @@ from typing import Any
 import fakeredis
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
-from engram.adapters.secrets import database_url_from_secret
+from engram.adapters.secrets import DatabaseLogin, Secret, database_url_from_secret
 from engram.behaviour.models import Observation, ObservationType
 from engram.behaviour.service import BehaviourService
 from engram.bootstrap import Container, get_container, set_container
@@ -28,7 +28,8 @@ class FakeSecrets:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    def get_secret_value(self, *, SecretId: str) -> Mapping[str, Any]:  # noqa: N803
+    def get_secret_value(self, *, SecretId: str, **options: Any) -> Mapping[str, Any]:  # noqa: N803
+        assert options in ({}, {"VersionStage": "AWSCURRENT"})
         self.asked.append(SecretId)
         return {"SecretString": json.dumps({"username": "svc", "password": "p@ss/w:rd"})}
 
@@ -44,15 +45,24 @@ def test_redis_client_and_database_are_built_lazily_without_connecting() -> None
     assert container.behaviour is container.behaviour  # built once, no command sent yet
     assert container.built("redis")
     db = container.database
-    assert db.conninfo == "postgresql://svc:p%40ss%2Fw%3Ard@proxy.example:5432/engram"
+    assert callable(db.conninfo)  # every new connection asks the (cached) secret
+    assert db.conninfo() == "postgresql://svc:p%40ss%2Fw%3Ard@proxy.example:5432/engram"
     assert not container.built("sqs")
 
 
-def test_the_secret_is_read_once() -> None:
+def test_the_secret_is_read_once_until_it_expires_or_is_refused() -> None:
     secrets = FakeSecrets()
     container = Container(UNREACHABLE, secrets=secrets)
     _ = container.database_url, container.database_url
     assert secrets.asked == [UNREACHABLE.database_secret_arn]
+    db = container.database
+    assert callable(db.conninfo)
+    db.conninfo(), db.conninfo()
+    assert len(secrets.asked) == 2  # the pool's own read, then from the cache
+    secrets_read_again = DatabaseLogin(UNREACHABLE.database_url or "", Secret("s", secrets))
+    secrets_read_again.conninfo()
+    secrets_read_again.refreshed()
+    assert len(secrets.asked) == 4  # a refused login reads the secret again at once
 
 
 def test_without_a_secret_the_url_is_used_as_is() -> None:

@@ -11,6 +11,11 @@ reached or drops the connection (``psycopg.OperationalError``) for up to N secon
 what it waits for: on a first deploy the RDS Proxy's targets take minutes to become
 available. Re-running after a dropped connection is safe: each migration is one transaction
 recorded with its version. SQL errors are never retried.
+
+With ``ENGRAM_DATABASE_APP_SECRET_ARN`` (the deploy-time migration in AWS) it then creates or
+updates the service's login role from that secret's ``username`` and ``password``
+(``engram.adapters.postgres.login_role``), under the same lock, on every run: the role always
+matches its secret, whatever rotated since.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from urllib.parse import urlsplit
 import psycopg
 
 from engram.adapters.postgres import pgvector
+from engram.adapters.postgres.login_role import ensure_login_role
 from engram.settings import Settings, get_settings
 
 LOCK_KEY = 0x656E6772616D  # "engram"
@@ -70,9 +76,14 @@ def load_migrations() -> list[Migration]:
 
 
 def apply_migrations(
-    conninfo: str, *, embedding_dimensions: int, connect_timeout_s: int = 10
+    conninfo: str,
+    *,
+    embedding_dimensions: int,
+    connect_timeout_s: int = 10,
+    login_role: tuple[str, str] | None = None,
 ) -> list[str]:
-    """Apply pending migrations; returns the names applied (empty when up to date)."""
+    """Apply pending migrations, then ensure ``login_role`` ((username, password)) when given;
+    returns the names applied (empty when up to date)."""
     applied: list[str] = []
     with psycopg.connect(
         conninfo, autocommit=True, prepare_threshold=None, connect_timeout=connect_timeout_s
@@ -99,6 +110,8 @@ def apply_migrations(
                         ),
                     )
                 applied.append(f"{migration.version:04d}_{migration.name}")
+            if login_role is not None:
+                ensure_login_role(conn, *login_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
     return applied
@@ -126,6 +139,7 @@ def apply_migrations_retrying(
     embedding_dimensions: int,
     wait_s: float,
     connect_timeout_s: int = 10,
+    login_role: tuple[str, str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> Migrated:
@@ -145,6 +159,7 @@ def apply_migrations_retrying(
                 url,
                 embedding_dimensions=embedding_dimensions,
                 connect_timeout_s=max(1, min(connect_timeout_s, int(left))),
+                login_role=login_role,
             )
         except psycopg.OperationalError as exc:
             left = deadline - monotonic()
@@ -170,6 +185,19 @@ def apply_migrations_retrying(
             delay = min(delay * 2, MAX_DELAY_S)
             continue
         return Migrated(applied, attempt)
+
+
+def app_login(settings: Settings) -> tuple[str, str] | None:
+    """(username, password) of ``Settings.database_app_secret_arn``; None without it."""
+    if not settings.database_app_secret_arn:
+        return None
+    from engram.adapters.secrets import read_login, secrets_client
+
+    arn = settings.database_app_secret_arn
+    username, password = read_login(arn, secrets_client(settings.aws_region))
+    if not username:
+        raise ValueError("ENGRAM_DATABASE_APP_SECRET_ARN: the secret names no username")
+    return username, password
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             embedding_dimensions=dims,
             wait_s=args.wait_seconds,
             connect_timeout_s=settings.database_connect_timeout_s,
+            login_role=app_login(settings),
         ).applied
     except psycopg.Error as exc:
         print(f"engram migrate: failed: {exc}", file=sys.stderr)

@@ -3,14 +3,21 @@
 Nothing connects at import or construction; the pool opens on first use. Server-side prepared
 statements are off (``prepare_threshold=None``) so RDS Proxy can multiplex connections; the
 statement timeout is set per transaction (``SET LOCAL``), which RDS Proxy does not pin on.
+
+Credentials that rotate: ``conninfo`` may be a callable (``engram.adapters.secrets
+.DatabaseLogin.conninfo``, the cached secret), called for every new connection, and
+``refreshed`` one that reads the secret again; a login the server refuses (the password or
+the user of the secret changed) is then retried once at once with what it returns, so a warm
+pool opens its next connection with the rotated credentials instead of failing until the
+cache expires. Connections already open are not affected by a password change.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 import psycopg_pool
@@ -22,6 +29,33 @@ from engram.settings import Settings
 
 APP_ROLE = "engram_app"
 
+#: fragments of the server's message when it refuses a login (libpq reports no SQLSTATE for
+#: them): a wrong password, an unknown role, and RDS Proxy holding no secret for the role
+_REFUSED_LOGIN = ("authentication failed", "does not exist", "no credentials for the role")
+
+
+def refused_login(exc: psycopg.OperationalError) -> bool:
+    message = str(exc)
+    return "FATAL" in message and any(fragment in message for fragment in _REFUSED_LOGIN)
+
+
+def _reading_again(refreshed: Callable[[], str]) -> type[psycopg.Connection[Any]]:
+    """A connection class that, when the login is refused, logs in once more with the
+    conninfo ``refreshed`` returns."""
+
+    class Connection(psycopg.Connection[Any]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            try:
+                return super().connect(conninfo, **kwargs)
+            except psycopg.OperationalError as exc:
+                if not refused_login(exc):
+                    raise
+                return super().connect(refreshed(), **kwargs)
+
+    return Connection
+
+
 _TENANT_SQL = (
     "SELECT set_config('role', %s, true), set_config('engram.team_id', %s, true), "
     "set_config('engram.user_id', %s, true), set_config('engram.is_admin', %s, true), "
@@ -32,15 +66,17 @@ _TENANT_SQL = (
 class Database:
     def __init__(
         self,
-        conninfo: str,
+        conninfo: str | Callable[[], str],
         *,
         min_size: int = 0,
         max_size: int = 4,
         connect_timeout_s: int = 3,
         statement_timeout_ms: int = 2000,
         app_role: str = APP_ROLE,
+        refreshed: Callable[[], str] | None = None,
     ) -> None:
         self.conninfo = conninfo
+        self._refreshed = refreshed
         self._min = min_size
         self._max = max(max_size, 1)
         self._connect_timeout_s = connect_timeout_s
@@ -50,7 +86,13 @@ class Database:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Settings, conninfo: str | None = None) -> Database:
+    def from_settings(
+        cls,
+        settings: Settings,
+        conninfo: str | Callable[[], str] | None = None,
+        *,
+        refreshed: Callable[[], str] | None = None,
+    ) -> Database:
         url = conninfo or settings.database_url
         if not url:
             raise ValueError("no database URL: set ENGRAM_DATABASE_URL or pass conninfo")
@@ -60,6 +102,7 @@ class Database:
             max_size=settings.database_pool_max,
             connect_timeout_s=settings.database_connect_timeout_s,
             statement_timeout_ms=settings.database_statement_timeout_ms,
+            refreshed=refreshed,
         )
 
     def connect_kwargs(self) -> dict[str, Any]:
@@ -70,8 +113,14 @@ class Database:
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
+                    connection_class = (
+                        psycopg.Connection
+                        if self._refreshed is None
+                        else _reading_again(self._refreshed)
+                    )
                     pool: psycopg_pool.ConnectionPool = psycopg_pool.ConnectionPool(
                         self.conninfo,
+                        connection_class=connection_class,
                         min_size=self._min,
                         max_size=self._max,
                         kwargs=self.connect_kwargs(),

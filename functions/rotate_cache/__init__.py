@@ -1,0 +1,1 @@
+"""The cache secret rotation function (handler: ``functions.rotate_cache.handler.handler``)."""
