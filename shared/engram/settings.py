@@ -10,10 +10,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engram import limits
+from engram.bedrock_ids import parse_model_id
 
 
 class Settings(BaseSettings):
@@ -102,11 +103,13 @@ class Settings(BaseSettings):
     embedder: Literal["none", "bedrock"] = "none"
     """none (keyword recall) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    """Bedrock embedding model."""
+    """Bedrock embedding model (a model id, or a cross-region inference profile id)."""
     extractor: Literal["rules", "bedrock"] = "rules"
     """Transcript extractor: rules (deterministic, offline) or bedrock (Converse)."""
-    bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
-    """Bedrock model used by the Converse extractor."""
+    bedrock_extraction_model_id: str = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+    """Bedrock model of the Converse extractor: a cross-region inference profile id (`us.`,
+    `eu.`, `apac.` … in front of the model id; how Claude is invoked in most regions) or a
+    model id."""
     max_memories_per_user: int = Field(default=5000, ge=1)
     """Quota of memories per user: their user and persona_user rows, any persona (429)."""
     max_memories_per_persona: int | None = Field(default=None, ge=1)
@@ -192,6 +195,12 @@ class Settings(BaseSettings):
     """A maintenance run stops this long before the Lambda timeout."""
     maintenance_max_run_ms: int = Field(default=840_000, ge=1000)
     """Longest a maintenance run works, whatever the Lambda timeout."""
+
+    @field_validator("bedrock_embedding_model_id", "bedrock_extraction_model_id")
+    @classmethod
+    def _bedrock_model_id(cls, value: str) -> str:
+        parse_model_id(value)
+        return value
 
 
 @lru_cache(maxsize=1)

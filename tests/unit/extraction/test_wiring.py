@@ -29,8 +29,12 @@ def test_importing_extraction_loads_no_sdk_and_connects_to_nothing() -> None:
 def test_build_extractor_follows_settings() -> None:
     assert isinstance(build_extractor(Settings(extractor="rules")), RuleBasedExtractor)
     bedrock = build_extractor(
-        Settings(extractor="bedrock", bedrock_extraction_model_id="m-1", aws_region="eu-west-1")
+        Settings(
+            extractor="bedrock",
+            bedrock_extraction_model_id="eu.anthropic.m-1",
+            aws_region="eu-west-1",
+        )
     )
     assert isinstance(bedrock, BedrockConverseExtractor)
     request = bedrock.request(make_job("hi"), persona_prompt=None, persona_scope=False)
-    assert request["modelId"] == "m-1"
+    assert request["modelId"] == "eu.anthropic.m-1"  # a profile id goes as is
