@@ -23,6 +23,7 @@ from typing import Any
 
 import redis
 
+from engram.adapters.redis_client import RedisClient
 from engram.errors import Unavailable
 from engram.use_cases.ports import KeyClaim
 
@@ -51,7 +52,7 @@ def _text(value: Any) -> str:
 class RedisIdempotencyKeys:
     """``IdempotencyKeys`` on Redis: one ``EVALSHA`` per claim (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = "engram") -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = "engram") -> None:
         self.client = client
         self.prefix = prefix
         self._script: Any = client.register_script(_LUA)

@@ -14,7 +14,7 @@ import pytest
 import redis
 from tests.integration.functions.conftest import Stack
 from tests.support.ledger import assert_exactly_once, ledger
-from tests.support.services import free_port
+from tests.support.services import RedisTarget, free_port
 
 from engram.adapters.idempotency_keys import RedisIdempotencyKeys
 from engram.clock import MS_PER_DAY, FakeClock
@@ -34,8 +34,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def raw_redis(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+def raw_redis(redis_target: RedisTarget) -> Iterator[redis.Redis]:
+    """The stack's Redis as Engram's user (standalone or cluster)."""
+    client: redis.Redis = redis_target.client()
     yield client
     client.close()
 
@@ -142,10 +143,10 @@ def test_after_24_hours_the_key_is_free_again(
 
 
 def test_a_key_claim_names_no_user_and_no_body_and_expires(
-    stack: Stack, raw_redis: redis.Redis
+    stack: Stack, raw_redis: redis.Redis, redis_target: RedisTarget
 ) -> None:
     first = post(stack, ROYALTIES, "req-10")
-    claims = list(raw_redis.scan_iter(match="engram:idem:*"))
+    claims = redis_target.key_names("engram:idem:*")  # listed by the administrator
     assert len(claims) == 1
     value = raw_redis.get(claims[0]) or b""
     for secret in (b"alice", b"acme", b"req-10", b"royalt"):
