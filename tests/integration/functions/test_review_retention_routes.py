@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.integration.functions.conftest import Stack
+from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.retention import PostgresRetentionPolicies
+
+
+@pytest.fixture
+def redis_target(standalone_redis: RedisTarget) -> RedisTarget:
+    """The standalone server only: these tests are about review and retention (PostgreSQL)."""
+    return standalone_redis
+
 
 ADMIN = ("engram-team-admins",)
 PERSONA = {"personaId": "chef"}

@@ -11,11 +11,19 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from tests.integration.maintenance.conftest import World
+from tests.support.services import RedisTarget
 
 from engram.adapters.bedrock_extractor import BedrockConverseExtractor
 from engram.adapters.transcript_queue import SqsTranscriptQueue
 from engram.extraction import TranscriptJob
 from engram.maintenance import MaintenanceConfig
+
+
+@pytest.fixture
+def redis_target(standalone_redis: RedisTarget) -> RedisTarget:
+    """The standalone server only: these tests are about extraction (PostgreSQL, SQS, Bedrock)."""
+    return standalone_redis
+
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

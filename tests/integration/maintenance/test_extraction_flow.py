@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from functions.maintenance import handler as maintenance_fn
 from tests.integration.maintenance.conftest import World
+from tests.support.services import RedisTarget
 
 from engram.extraction import ExtractionResult, Proposal, ProposalScope, TranscriptJob
 from engram.local.server import FakeLambdaContext
 from engram.memories.hint import CLOSE_TAG, OPEN_TAG
 from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory, Status
+
+
+@pytest.fixture
+def redis_target(standalone_redis: RedisTarget) -> RedisTarget:
+    """The standalone server only: these tests are about extraction (PostgreSQL and the queue)."""
+    return standalone_redis
 
 
 def pending(world: World, team: str = "acme") -> dict[str, Memory]:

@@ -158,7 +158,17 @@ def live_factory(tmp_path: Path) -> Iterator[Callable[..., Live]]:
 
 @pytest.fixture
 def live(redis_target: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]) -> Live:
+    """The live service on each Redis deployment in turn (standalone, then cluster)."""
     return live_factory(redis_target, migrated_url)
+
+
+@pytest.fixture
+def standalone_live(
+    standalone_redis: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]
+) -> Live:
+    """The live service on the standalone server only: for what Redis takes no part in (the
+    token and role checks refuse before any store is touched)."""
+    return live_factory(standalone_redis, migrated_url)
 
 
 def postgres_proxy(database_url: str) -> tuple[FaultProxy, str]:

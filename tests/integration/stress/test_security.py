@@ -142,8 +142,9 @@ def forged_tokens(live: Live) -> dict[str, str]:
 
 
 def test_every_route_refuses_every_bad_token_and_stores_nothing(
-    live: Live, migrated_url: str
+    standalone_live: Live, migrated_url: str
 ) -> None:
+    live = standalone_live
     attacks = forged_tokens(live)
     anonymous = live.http()
     basic = live.http(Authorization="Basic YWxpY2U6cGFzc3dvcmQ=")
@@ -166,7 +167,8 @@ def test_every_route_refuses_every_bad_token_and_stores_nothing(
 
 
 # --- roles -----------------------------------------------------------------------------------
-def test_admin_routes_role_matrix(live: Live) -> None:
+def test_admin_routes_role_matrix(standalone_live: Live) -> None:
+    live = standalone_live
     s = live.settings
     roles: dict[str, Any] = {
         "user": live.user("alice", "acme"),
@@ -207,7 +209,8 @@ def test_admin_routes_role_matrix(live: Live) -> None:
         assert theirs.json()["updatedAt"] is None
 
 
-def test_acting_for_users(live: Live) -> None:
+def test_acting_for_users(standalone_live: Live) -> None:
+    live = standalone_live
     s = live.settings
     alice = live.user("alice", "acme")
     memory = alice.post("/v1/memories", json={"key": "editor", "value": "helix"}).json()
@@ -305,9 +308,9 @@ def test_observation_rate_limit_answers_429_and_queues_nothing(
 
 
 def test_memory_quota_answers_429_quota_exceeded(
-    redis_target: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]
+    standalone_redis: RedisTarget, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    live = live_factory(redis_target, migrated_url, max_memories_per_user=2)
+    live = live_factory(standalone_redis, migrated_url, max_memories_per_user=2)
     alice = live.user("alice", "acme")
     assert alice.post("/v1/memories", json={"key": "a", "value": "1"}).status_code == 201
     assert alice.post("/v1/memories", json={"key": "b", "value": "2"}).status_code == 201
