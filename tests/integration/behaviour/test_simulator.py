@@ -5,26 +5,34 @@ the same numbers; the report section and its figures come out of its result."""
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from bench.behaviour.engine import UseCaseEngram
 from bench.behaviour.experiment import Config, run_experiment
 from bench.behaviour.world import WorldConfig
 from bench.report import write_report
+from tests.support.services import APP_PREFIX, RedisServer, redis_server
 
 TINY = WorldConfig(seed=7, users=8, days=24, change_day=12, change_share=0.5)
 CONFIGS = [Config("exponential", 2.0), Config("adaptive", 0.5)]
 
 
 @pytest.fixture(scope="module")
-def results(redis_session_server: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
-    url = os.environ.get("REDIS_URL") or redis_session_server.url
-    first = run_experiment(url, TINY, CONFIGS, prefix="simtest-a")
-    second = run_experiment(url, TINY, CONFIGS[:1], prefix="simtest-b")
+def server() -> Iterator[RedisServer]:
+    """A server of the module's own: its runs are read back by several tests, and the shared
+    ones are flushed between tests."""
+    with redis_server() as own:
+        yield own
+
+
+@pytest.fixture(scope="module")
+def results(server: RedisServer) -> tuple[dict[str, Any], dict[str, Any], str]:
+    url = server.url
+    first = run_experiment(url, TINY, CONFIGS, prefix=f"{APP_PREFIX}:simtest-a")
+    second = run_experiment(url, TINY, CONFIGS[:1], prefix=f"{APP_PREFIX}:simtest-b")
     return first, second, url
 
 
@@ -37,16 +45,12 @@ def test_the_same_seed_gives_the_same_numbers(results: Any) -> None:
         assert a[key] == b[key]
 
 
-def test_every_session_went_through_engram_and_it_learnt(results: Any) -> None:
-    first, _, url = results
+def test_every_session_went_through_engram_and_it_learnt(results: Any, server: RedisServer) -> None:
+    first, _, _ = results
     world = first["world"]
     assert world["users"] == 8
     assert world["sessions"] > 40
-    client = redis.Redis.from_url(url)
-    try:
-        facts_keys = list(client.scan_iter("simtest-a0:facts:*"))
-    finally:
-        client.close()
+    facts_keys = server.target().key_names(f"{APP_PREFIX}:simtest-a0:facts:*")
     assert len(facts_keys) == 8  # every user has facts in the real store
     for row in first["configs"]:
         assert row["sessions"] == world["sessions"]
@@ -68,7 +72,7 @@ def test_every_session_went_through_engram_and_it_learnt(results: Any) -> None:
 
 def test_the_session_view_is_what_engram_returned(results: Any) -> None:
     _, _, url = results
-    engram = UseCaseEngram(url, prefix="simtest-view", decay="exponential")
+    engram = UseCaseEngram(url, prefix=f"{APP_PREFIX}:simtest-view", decay="exponential")
     try:
         engram.set_time(1_767_225_600_000)
         assert engram.start_session("u").facts == {}
