@@ -1,5 +1,6 @@
-"""The maintenance lease on a real redis-server: two invocations at once never both run, the
-skipped schedule is done by the next holder, and a crashed holder's lease expires."""
+"""The maintenance lease on a real redis-server and Redis Cluster: two invocations at once
+never both run, the skipped schedule is done by the next holder, and a crashed holder's lease
+expires."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import time
 from typing import Any
 
 import pytest
-import redis
 from functions.maintenance import handler as maintenance_fn
 from tests.integration.maintenance.conftest import World
+from tests.support.services import RedisTarget
 
 from engram.adapters.maintenance_lease import RedisMaintenanceLease
 from engram.local.server import FakeLambdaContext
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def lease(redis_url: str) -> RedisMaintenanceLease:
-    return RedisMaintenanceLease(redis.Redis.from_url(redis_url), prefix="engram")
+def lease(redis_target: RedisTarget) -> RedisMaintenanceLease:
+    return RedisMaintenanceLease(redis_target.client(), prefix="engram")
 
 
 def test_the_lease_is_exclusive_expires_and_is_released_only_by_its_holder(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 from tests.integration.stress.conftest import Live
+from tests.support.services import RedisTarget
 
 from engram.client import EngramAPIError, EngramClient
 
@@ -64,13 +65,13 @@ def test_review_conflict_history_and_rejected_status(live: Live, migrated_url: s
     ],
 )
 def test_quota_refusals_name_the_quota_and_its_limit(
-    redis_url: str,
+    redis_target: RedisTarget,
     migrated_url: str,
     live_factory: Callable[..., Live],
     setting: str,
     quota: str,
 ) -> None:
-    live = live_factory(redis_url, migrated_url, **{setting: 2})
+    live = live_factory(redis_target, migrated_url, **{setting: 2})
     alice = live.user("alice", "acme")
     body = {"key": "a", "value": "1", "personaId": "made-up"}
     assert alice.post("/v1/memories", json=body).status_code == 201
