@@ -111,7 +111,7 @@ def bench_consumer(url: str, n: int, repeats: int) -> dict[str, Any]:
     from functions.ingest_consumer import handler as consumer
 
     from engram.bootstrap import Container, set_container
-    from engram.local.server import FakeLambdaContext
+    from engram.local.lambda_context import FakeLambdaContext
     from engram.settings import Settings
 
     settings = Settings(redis_url=url, redis_key_prefix=f"bc{uuid.uuid4().hex[:6]}")
@@ -159,7 +159,7 @@ def bench_consumer(url: str, n: int, repeats: int) -> dict[str, Any]:
 
 def bench_http(url: str, n: int, repeats: int, data_dir: Path) -> dict[str, Any]:
     from engram.bootstrap import set_container
-    from engram.local.routes import build_app
+    from engram.local.app import build_app
     from engram.local.server import LocalService
     from engram.local.tokens import TokenSigner
     from engram.settings import Settings
@@ -289,7 +289,7 @@ def bench_load(url: str, results_dir: Path, data_dir: Path) -> dict[str, Any]:
 
     from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import set_container
-    from engram.local.routes import build_app
+    from engram.local.app import build_app
     from engram.local.server import LocalService
     from engram.local.tokens import TokenSigner
     from engram.settings import Settings

@@ -74,7 +74,7 @@ def run(results_dir: Path) -> dict[str, Any]:
 
     from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import set_container
-    from engram.local.routes import build_app
+    from engram.local.app import build_app
     from engram.local.server import LocalService
     from engram.local.tokens import TokenSigner
     from engram.settings import Settings

@@ -48,6 +48,7 @@ from bench.behaviour.world import (
 )
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.models import EventsRequest
+from engram.api.presenters import session_response
 from engram.behaviour.affinity import BOOST_FACTOR, rank_tools
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.prompt import format_memory_section
@@ -203,7 +204,8 @@ class UseCaseEngram:
         self.clock.set(at_ms)
 
     def start_session(self, user_id: str) -> SessionView:
-        response, _ = self.container.sessions.start(self._caller(user_id))
+        context = self.container.sessions.start(self._caller(user_id))
+        response = session_response(context)  # the body POST /v1/sessions answers
         return SessionView.from_json(response.model_dump(by_alias=True, mode="json"))
 
     def record_events(

@@ -4,7 +4,7 @@
 One invocation takes the maintenance lease (``engram.maintenance.lease``: one run at a time;
 a run that finds it taken records its schedule for the next holder and returns
 ``{"skipped": true, ...}`` with the metric ``SkippedLeaseHeld``), builds the job from the
-process's container (``engram.maintenance.wiring.build_maintenance_job``), runs it within the
+process's container (``engram.bootstrap.maintenance.build_maintenance_job``), runs it within the
 Lambda's remaining time (``MaintenanceJob.run(remaining_ms=...)``), emits every count of the
 report as an EMF metric (namespace ``Engram``, dimension ``Schedule``) and returns the report
 as camelCase JSON. A task's failure is in the report (``Errors`` metric),
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from engram.adapters.observability import add_metric, instrument, logger, metrics
 from engram.bootstrap import get_container
+from engram.bootstrap.maintenance import build_maintenance_job
 from engram.maintenance.lease import GRACE_MS, run_serialised
 from engram.maintenance.models import DAILY, FREQUENT
-from engram.maintenance.wiring import build_maintenance_job, maintenance_lease
 
 if TYPE_CHECKING:
     from engram.bootstrap import Container
@@ -73,7 +73,7 @@ def run(
         return job.run(remaining_ms=remaining_ms)
 
     outcome = run_serialised(
-        lease or maintenance_lease(container),
+        lease or container.maintenance_lease,
         schedule=requested,
         ttl_ms=limit_ms + GRACE_MS,
         run=job_run,

@@ -16,28 +16,29 @@ from engram.adapters.apigateway import http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
     ApproveRequest,
-    ExtractionSettingsOut,
-    FactsResponse,
     HealthResponse,
-    MemoryHistoryResponse,
-    MemoryListResponse,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemorySaveRequest,
     PersonaRequest,
-    PersonaResponse,
-    RetentionSettingsOut,
     ReviewListQuery,
-    ReviewListResponse,
     TeamSettingsRequest,
-    TeamSettingsResponse,
     ToolCallRequest,
-    ToolCallResponse,
-    ToolDefinition,
-    ToolsResponse,
+)
+from engram.api.presenters import (
+    erasure_receipt,
+    export_response,
+    facts_response,
+    memory_history,
+    memory_list,
+    memory_out,
+    persona_response,
+    review_page,
+    team_settings_response,
+    tool_call_response,
+    tools_response,
 )
 from engram.errors import NotFound
-from engram.use_cases.convert import action_out, epoch_ms, fact_out, memory_out
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -78,7 +79,7 @@ def get_health() -> Response[str]:
 def get_facts() -> Response[str]:
     req = request(app)
     facts = req.container.behaviour.list_facts(req.caller.identity_id)
-    return respond(200, FactsResponse(facts=[fact_out(f) for f in facts]))
+    return respond(200, facts_response(facts))
 
 
 @app.delete("/v1/facts/<fact_id>")
@@ -105,7 +106,7 @@ def get_memories() -> Response[str]:
     req = request(app)
     caller = req.caller
     found = req.container.memories.recall(caller, MemoryRecallQuery.model_validate(req.query()))
-    return respond(200, MemoryListResponse(memories=[memory_out(m) for m in found]))
+    return respond(200, memory_list(found))
 
 
 @app.get("/v1/memories/<memory_id>")
@@ -140,14 +141,11 @@ def archive_memory(memory_id: str) -> Response[str]:
 
 
 @app.get("/v1/memories/<memory_id>/history")
-def memory_history(memory_id: str) -> Response[str]:
+def get_memory_history(memory_id: str) -> Response[str]:
     req = request(app)
     memory_id = _id("id", memory_id)
     actions = req.container.memories.history(req.caller, memory_id)
-    return respond(
-        200,
-        MemoryHistoryResponse(memory_id=memory_id, actions=[action_out(a) for a in actions]),
-    )
+    return respond(200, memory_history(memory_id, actions))
 
 
 # --- tools ---------------------------------------------------------------------------------
@@ -155,12 +153,7 @@ def memory_history(memory_id: str) -> Response[str]:
 def get_tools() -> Response[str]:
     req = request(app)
     _ = req.caller
-    definitions = req.container.memories.tool_definitions("json_schema")
-    tools = [
-        ToolDefinition(name=d["name"], description=d["description"], input_schema=d["parameters"])
-        for d in definitions
-    ]
-    return respond(200, ToolsResponse(tools=tools))
+    return respond(200, tools_response(req.container.memories.tool_definitions("json_schema")))
 
 
 @app.post("/v1/tools/<name>")
@@ -176,9 +169,7 @@ def post_tool(name: str) -> Response[str]:
         persona_id=body.persona_id,
         source_channel_id=body.source_channel_id,
     )
-    payload = result.model_dump(mode="json", by_alias=True)
-    payload["memories"] = [memory_out(m).model_dump(mode="json") for m in result.memories]
-    return respond(200, ToolCallResponse(name=result.name, result=payload))
+    return respond(200, tool_call_response(result))
 
 
 # --- review --------------------------------------------------------------------------------
@@ -187,12 +178,7 @@ def get_review() -> Response[str]:
     req = request(app)
     caller = req.caller
     page = req.container.memories.list_pending(caller, ReviewListQuery.model_validate(req.query()))
-    return respond(
-        200,
-        ReviewListResponse(
-            memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
-        ),
-    )
+    return respond(200, review_page(page))
 
 
 @app.post("/v1/review/<memory_id>/approve")
@@ -213,34 +199,13 @@ def reject(memory_id: str) -> Response[str]:
 
 
 # --- personas and team settings ------------------------------------------------------------
-def _retention_out(rule: Any) -> RetentionSettingsOut:
-    return RetentionSettingsOut(
-        archive_after_days=rule.archive_after_days,
-        delete_archived_after_days=rule.delete_archived_after_days,
-    )
-
-
-def _persona_out(persona: Any) -> PersonaResponse:
-    return PersonaResponse(
-        persona_id=persona.persona_id,
-        team_id=persona.team_id,
-        allowed_groups=list(persona.allowed_groups),
-        memory_enabled=persona.memory_enabled,
-        extraction=ExtractionSettingsOut(
-            enabled=persona.extraction.enabled, prompt=persona.extraction.prompt
-        ),
-        retention=_retention_out(persona.retention),
-        updated_at=epoch_ms(persona.updated_at) if persona.updated_at else None,
-    )
-
-
 @app.put("/v1/personas/<persona_id>")
 def put_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     persona_id = _id("personaId", persona_id)
     persona = req.container.memories.put_persona(caller, persona_id, req.body(PersonaRequest))
-    return respond(200, _persona_out(persona))
+    return respond(200, persona_response(persona))
 
 
 @app.get("/v1/personas/<persona_id>")
@@ -248,7 +213,7 @@ def get_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     persona = req.container.memories.get_persona(caller, _id("personaId", persona_id))
-    return respond(200, _persona_out(persona))
+    return respond(200, persona_response(persona))
 
 
 @app.put("/v1/settings/team")
@@ -256,22 +221,14 @@ def put_team_settings() -> Response[str]:
     req = request(app)
     caller = req.caller
     saved = req.container.memories.put_team_settings(caller, req.body(TeamSettingsRequest))
-    return respond(
-        200,
-        TeamSettingsResponse(
-            team_id=caller.team_id,
-            memory_enabled=saved.memory_enabled,
-            retention=_retention_out(saved.retention),
-            updated_at=epoch_ms(saved.updated_at) if saved.updated_at else None,
-        ),
-    )
+    return respond(200, team_settings_response(saved))
 
 
 # --- the caller's data ---------------------------------------------------------------------
 @app.get("/v1/me/export")
 def get_export() -> Response[str]:
     req = request(app)
-    return respond(200, req.container.me.export(req.caller))
+    return respond(200, export_response(req.container.me.export(req.caller)))
 
 
 @app.delete("/v1/me")
@@ -279,7 +236,7 @@ def delete_me() -> Response[str]:
     req = request(app)
     receipt = req.container.me.erase(req.caller)
     add_metric("UsersErased")
-    return respond(200, receipt)
+    return respond(200, erasure_receipt(receipt))
 
 
 @instrument

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler import Response
 from engram.adapters.apigateway import http_app, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import SessionRequest
+from engram.api.presenters import session_response
 
 app = http_app()
 
@@ -22,14 +23,12 @@ def post_session() -> Response[str]:
     req = request(app)
     caller = req.caller
     body = req.body(SessionRequest, empty_as_object=True)
-    response, load = req.container.sessions.start(
-        caller, persona_id=body.persona_id, query=body.query
-    )
-    if load.degraded:
+    context = req.container.sessions.start(caller, persona_id=body.persona_id, query=body.query)
+    if context.behaviour_degraded:
         add_metric("ConsolidationDegraded")
-    if any(reason.startswith("memories:") for reason in response.degraded):
+    if context.memories_degraded:
         add_metric("RecallDegraded")
-    return respond(200, response)
+    return respond(200, session_response(context))
 
 
 @instrument

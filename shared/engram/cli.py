@@ -7,7 +7,7 @@ import sys
 
 # subcommand -> (module, one-line help). Each module exposes ``main(argv: list[str]) -> int``.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("engram.local.server", "run the whole service locally (HTTP on 127.0.0.1:8000)"),
+    "serve": ("engram.local.serve", "run the whole service locally (HTTP on 127.0.0.1:8000)"),
     "token": ("engram.local.tokens", "print a dev token signed by the local service's key"),
     "migrate": ("engram.adapters.postgres.migrate", "apply PostgreSQL migrations"),
     "demo": ("engram.demo", "a short demo of behavioural memory on an embedded Redis"),

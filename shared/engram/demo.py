@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from typing import Any
 
 from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import Fact
-from engram.behaviour.service import BehaviourService
+from engram.bootstrap import Container
 from engram.clock import FakeClock
 from engram.settings import Settings
 
@@ -79,13 +78,6 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
 ]
 
 
-def _client(settings: Settings) -> tuple[Any, str]:
-    from engram.adapters.embedded import redis_client
-
-    where = settings.redis_url or "embedded Redis (fakeredis, in-process)"
-    return redis_client(settings), where
-
-
 def _show_facts(facts: list[Fact]) -> None:
     if not facts:
         print("  (no facts yet)")
@@ -100,23 +92,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="print only the final state")
     args = parser.parse_args(argv)
 
-    settings = Settings()
-    client, where = _client(settings)
     prefix = f"engram-demo-{uuid.uuid4().hex[:8]}"
-    demo_settings = settings.model_copy(update={"redis_key_prefix": prefix})
-    service = BehaviourService.from_settings(demo_settings, client)
+    settings = Settings().model_copy(update={"redis_key_prefix": prefix})
+    where = settings.redis_url or "embedded Redis (fakeredis, in-process)"
     clock = FakeClock()
-    service.clock = clock
+    container = Container(settings, clock=clock)
+    service = container.behaviour
     start = clock.now_ms()
     print(f"Engram behavioural memory demo on {where}\n")
     try:
         for day, events in SESSIONS:
             clock.set(start + day * 86_400_000)
-            load = service.load_memory(IDENTITY)  # session start: consolidate what came before
+            load = service.load(IDENTITY)  # session start: consolidate what came before
             if not args.quiet:
                 print(f"=== day {day}: session start ===")
-                if load.degraded:
-                    print(f"  degraded: {', '.join(load.degraded)}")
                 _show_facts(load.facts)
                 if load.prompt_section:
                     print("\n" + "\n".join("  | " + ln for ln in load.prompt_section.splitlines()))
@@ -131,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             service.record(IDENTITY, observations)
         clock.set(start + 41 * 86_400_000)
-        final = service.load_memory(IDENTITY)
+        final = service.load(IDENTITY)
         print("=== day 41: final state ===")
         _show_facts(final.facts)
         print("\n" + final.prompt_section)
-        return 0 if not final.degraded else 1
+        return 0
     finally:
         service.erase(IDENTITY)
-        service.close()
+        container.close()

@@ -22,7 +22,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.services import EmbeddedPostgres
 
 from engram.adapters.postgres import migrate
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 
 pytestmark = pytest.mark.infrastructure
 

@@ -5,7 +5,7 @@ API Gateway's HTTP API JWT authorizer verifies the token and puts its claims und
 ``requestContext.authorizer.jwt.scopes``. Every claim value arrives as a *string*: an array
 claim such as Cognito's ``cognito:groups`` as ``"[a b]"`` (the items, unquoted, separated by
 single spaces), a number as its digits. The local server does the same
-(``engram.local.server.flatten_claims``). Nothing else in the request — no body field, no
+(``engram.local.gateway.flatten_claims``). Nothing else in the request — no body field, no
 query parameter — ever decides who the caller is. The rules:
 
 * **user**: ``sub``, an id under the name rule (``engram.fields``), at most 128 characters,

@@ -1,19 +1,17 @@
-"""The behavioural-memory facade the Lambda handlers call (all sync).
+"""The behavioural-memory facade (all sync; no threads of its own).
 
 - ``record``: durable append (the SQS consumer); raises ``Unavailable`` on store trouble.
-- ``emit`` / ``drain``: fire-and-forget appends with bounded in-flight tracking.
-- ``load_memory``: consolidates within a budget and never raises on store trouble; it returns
-  facts, the prompt section, tool affinities and why it degraded (``degraded``).
+- ``load``: consolidates now and returns facts, the prompt section and tool affinities; it
+  raises on store trouble. The session use case (``engram.use_cases.session``) runs it within
+  the session budget and turns a failure or a timeout into ``degraded``.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engram.behaviour.affinity import extract_tool_affinities
 from engram.behaviour.consolidation import (
@@ -21,7 +19,7 @@ from engram.behaviour.consolidation import (
     consolidate,
     with_current_confidence,
 )
-from engram.behaviour.decay import DecayStrategy, ExponentialDecay, decay_from_name
+from engram.behaviour.decay import DecayStrategy, ExponentialDecay
 from engram.behaviour.emission import EmissionRules, observations_from_events
 from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import Fact, Observation
@@ -30,24 +28,16 @@ from engram.behaviour.prompt import format_memory_section
 from engram.clock import Clock, SystemClock
 from engram.errors import EngramError, InvalidInput, Unavailable
 
-if TYPE_CHECKING:
-    from engram.settings import Settings
-
 log = logging.getLogger(__name__)
-
-DEGRADED_TIMEOUT = "behaviour:timeout"
-DEGRADED_UNAVAILABLE = "behaviour:unavailable"
-DEGRADED_OVERLOADED = "behaviour:overloaded"
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryLoad:
+class BehaviourContext:
     """What a session start gets from behavioural memory."""
 
     facts: list[Fact] = field(default_factory=list)
     prompt_section: str = ""
     tool_affinities: dict[str, float] = field(default_factory=dict)
-    degraded: list[str] = field(default_factory=list)
 
 
 class BehaviourService:
@@ -57,11 +47,8 @@ class BehaviourService:
         *,
         decay: DecayStrategy | None = None,
         clock: Clock | None = None,
-        consolidation_budget_ms: int = 500,
         token_budget: int = 300,
         rules: EmissionRules | None = None,
-        max_in_flight: int = 1000,
-        workers: int = 4,
         observation_retention_days: int = OBSERVATION_RETENTION_DAYS,
     ) -> None:
         if observation_retention_days < 1:
@@ -69,50 +56,9 @@ class BehaviourService:
         self.store = store
         self.decay = decay or ExponentialDecay()
         self.clock = clock or SystemClock()
-        self.budget_s = consolidation_budget_ms / 1000
         self.token_budget = token_budget
         self.rules = rules or EmissionRules()
-        self.max_in_flight = max_in_flight
         self.observation_retention_days = observation_retention_days
-        self.dropped = 0  # emits refused because too many were in flight
-        self.failed = 0  # emits whose append failed (swallowed)
-        self._workers = workers
-        self._pool: cf.ThreadPoolExecutor | None = None
-        self._emit_pool: cf.ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._in_flight: set[cf.Future[int]] = set()
-
-    @classmethod
-    def from_settings(cls, settings: Settings, redis_client: Any = None) -> BehaviourService:
-        """A service on Redis (``redis_client`` or one made from ``settings``)."""
-        from engram.adapters.redis_behaviour import RedisBehaviourStore
-        from engram.adapters.redis_client import make_redis
-
-        client = redis_client if redis_client is not None else make_redis(settings)
-        store = RedisBehaviourStore(
-            client, prefix=settings.redis_key_prefix, ttl_days=settings.identity_ttl_days
-        )
-        return cls(
-            store,
-            decay=decay_from_name(settings.decay),
-            consolidation_budget_ms=settings.consolidation_budget_ms,
-            token_budget=settings.prompt_token_budget,
-            rules=EmissionRules.from_file(settings.emission_rules_file),
-            observation_retention_days=settings.observation_retention_days,
-        )
-
-    # --- pools ------------------------------------------------------------------------
-    def _consolidation_pool(self) -> cf.ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = cf.ThreadPoolExecutor(self._workers, "engram-consolidate")
-            return self._pool
-
-    def _emission_pool(self) -> cf.ThreadPoolExecutor:
-        with self._lock:
-            if self._emit_pool is None:
-                self._emit_pool = cf.ThreadPoolExecutor(2, "engram-emit")
-            return self._emit_pool
 
     # --- writes -----------------------------------------------------------------------
     @staticmethod
@@ -149,39 +95,6 @@ class BehaviourService:
         except Exception as exc:
             raise Unavailable(f"behaviour store unavailable: {type(exc).__name__}") from exc
 
-    def emit(self, identity_id: str, observation: Observation) -> None:
-        """Fire-and-forget append; failures are counted and swallowed."""
-        self._check(identity_id, [observation])
-        with self._lock:
-            if len(self._in_flight) >= self.max_in_flight:
-                self.dropped += 1
-                return
-        pool = self._emission_pool()
-        with self._lock:
-            future = pool.submit(self.store.append, identity_id, [observation])
-            self._in_flight.add(future)
-        future.add_done_callback(self._settled)
-
-    def _settled(self, future: cf.Future[int]) -> None:
-        with self._lock:
-            self._in_flight.discard(future)
-            if future.exception() is not None:
-                self.failed += 1
-        if future.exception() is not None:
-            log.debug("observation append failed", exc_info=future.exception())
-
-    @property
-    def in_flight(self) -> int:
-        with self._lock:
-            return len(self._in_flight)
-
-    def drain(self, timeout_s: float | None = None) -> None:
-        """Wait for in-flight emits (all of them, or until ``timeout_s``)."""
-        with self._lock:
-            pending = list(self._in_flight)
-        if pending:
-            cf.wait(pending, timeout=timeout_s)
-
     def observations_from_events(
         self,
         identity_id: str,
@@ -207,26 +120,13 @@ class BehaviourService:
             retention_days=self.observation_retention_days,
         )
 
-    def load_memory(self, identity_id: str) -> MemoryLoad:
-        """Consolidate within the budget; degrade (never raise) on timeout or store trouble."""
-        try:
-            future = self._consolidation_pool().submit(self.consolidate, identity_id)
-        except RuntimeError:  # pool shut down
-            return MemoryLoad(degraded=[DEGRADED_OVERLOADED])
-        try:
-            facts = future.result(timeout=self.budget_s)
-        except cf.TimeoutError:
-            future.cancel()
-            log.warning("consolidation exceeded its budget of %.0f ms", self.budget_s * 1000)
-            return MemoryLoad(degraded=[DEGRADED_TIMEOUT])
-        except Exception as exc:
-            log.warning("consolidation failed: %s", type(exc).__name__)
-            return MemoryLoad(degraded=[DEGRADED_UNAVAILABLE])
-        return MemoryLoad(
+    def load(self, identity_id: str) -> BehaviourContext:
+        """Consolidate now (raises on store trouble) and render what a session needs."""
+        facts = self.consolidate(identity_id)
+        return BehaviourContext(
             facts=facts,
             prompt_section=format_memory_section(facts, token_budget=self.token_budget),
             tool_affinities=extract_tool_affinities(facts),
-            degraded=[],
         )
 
     def list_facts(self, identity_id: str) -> list[Fact]:
@@ -262,12 +162,3 @@ class BehaviourService:
             for f in with_current_confidence(stored, self.decay, now)
         ]
         return data
-
-    def close(self) -> None:
-        """Drain emits and stop the worker threads."""
-        self.drain()
-        with self._lock:
-            pools = [p for p in (self._pool, self._emit_pool) if p is not None]
-            self._pool = self._emit_pool = None
-        for pool in pools:
-            pool.shutdown(wait=False, cancel_futures=True)

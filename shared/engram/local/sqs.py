@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 
 _log = logging.getLogger("engram.local.sqs")
 

@@ -24,9 +24,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from engram.adapters.keyfiles import KEYS_DIR, read_or_create
 from engram.errors import Unauthorized
 from engram.identity import TEAM_ID_PATTERN
-from engram.local.keyfiles import KEYS_DIR, read_or_create
 from engram.settings import Settings, get_settings
 
 ISSUER = "engram-local"

@@ -15,7 +15,7 @@ from engram.clock import MS_PER_DAY
 from engram.extraction.models import TranscriptJob
 
 FREQUENT = "frequent"
-"""The frequent schedule: every task but retention (see ``engram.maintenance.wiring``)."""
+"""The frequent schedule: every task but retention (see ``engram.bootstrap.maintenance``)."""
 DAILY = "daily"
 """The daily schedule: every task. So is any other (the local timer sends none)."""
 

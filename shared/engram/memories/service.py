@@ -61,7 +61,7 @@ from engram.memories.tools import (
     save_result_text,
 )
 from engram.memories.tools import tool_definitions as _tool_definitions
-from engram.settings import Settings, get_settings
+from engram.settings import Settings
 
 log = logging.getLogger(__name__)
 HINT_RECALL_LIMIT = 100
@@ -100,8 +100,8 @@ class MemoryService:
         store: MemoryStore,
         personas: PersonaStore,
         *,
+        settings: Settings,
         embedder: Embedder | None = None,
-        settings: Settings | None = None,
         clock: Clock | None = None,
         cursors: CursorSigner | None = None,
     ) -> None:
@@ -110,7 +110,7 @@ class MemoryService:
         self._store = store
         self._personas = personas
         self._embedder = embedder
-        self._settings = settings or get_settings()
+        self._settings = settings
         self._clock = clock or SystemClock()
         self._cursors = cursors or CursorSigner()
         self._quotas = Quotas(

@@ -108,25 +108,19 @@ class IngestService:
         self,
         queue: MessageQueue | None,
         *,
+        observation_retention_days: int,
+        retry_window_s: int,
         extraction_queue: MessageQueue | None = None,
         rules: EmissionRules | None = None,
         clock: Clock | None = None,
         limiter: Limiter | None = None,
         keys: IdempotencyKeys | None = None,
-        observation_retention_days: int | None = None,
-        retry_window_s: int | None = None,
     ) -> None:
-        """Without ``keys`` a key is not remembered: its ids come from the current UTC day
-        and another body under the same key is not detected (the container always gives one).
+        """``observation_retention_days`` and ``retry_window_s`` are
+        ``Settings.observation_retention_days`` and ``Settings.ingest_retry_window_s``.
+        Without ``keys`` a key is not remembered: its ids come from the current UTC day and
+        another body under the same key is not detected (the container always gives one).
         """
-        if observation_retention_days is None or retry_window_s is None:
-            from engram.settings import get_settings
-
-            settings = get_settings()
-            if observation_retention_days is None:
-                observation_retention_days = settings.observation_retention_days
-            if retry_window_s is None:
-                retry_window_s = settings.ingest_retry_window_s
         if observation_retention_days < 1:
             raise InvalidInput("observationRetentionDays", "must be at least 1")
         if retry_window_s < 1:

@@ -14,22 +14,46 @@ The client retries (every step is idempotent) and the maintenance job's purge is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from engram.api.models import (
-    ErasureCounts,
-    ErasureReceipt,
-    ExportResponse,
-    ObservationOut,
-)
-from engram.behaviour.models import Fact
+from engram.behaviour.models import TRUSTED, Fact, Observation
 from engram.behaviour.service import BehaviourService
 from engram.clock import Clock, SystemClock
 from engram.identity import Caller
 from engram.memories.models import Memory, Scope
 from engram.memories.service import MemoryService
-from engram.use_cases.convert import fact_out, memory_out
 from engram.use_cases.ports import ErasureRecorder
+
+
+@dataclass(frozen=True)
+class Export:
+    """Everything held about ``caller``: stored observations, facts at their current
+    confidence, the consolidation checkpoint and the caller's memories."""
+
+    caller: Caller
+    exported_at: int
+    observations: list[Observation]
+    facts: list[Fact]
+    checkpoint: int | None
+    memories: list[Memory]
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What ``DELETE /v1/me`` erased, by kind (``memories`` counts every scope,
+    ``persona_memories`` the persona-scope ones among them)."""
+
+    caller: Caller
+    erased_at: int
+    observations: int
+    facts: int
+    checkpoints: int
+    idempotency_records: int
+    memories: int
+    persona_memories: int
+    review_actions: int
+    suppressions: int
 
 
 class MeService:
@@ -46,28 +70,25 @@ class MeService:
         self.erasures = erasures
         self.clock = clock or SystemClock()
 
-    def export(self, caller: Caller) -> ExportResponse:
+    def export(self, caller: Caller) -> Export:
         data: dict[str, Any] = self.behaviour.export(caller.identity_id)
         memories = self.memories.export(caller)["memories"]
-        return ExportResponse(
-            identity_id=caller.identity_id,
-            user_id=caller.user_id,
-            team_id=caller.team_id,
+        return Export(
+            caller=caller,
             exported_at=self.clock.now_ms(),
+            # stored records, read back as they were accepted
             observations=[
-                ObservationOut.model_validate(
-                    {k: v for k, v in o.items() if k != "seq"}, by_alias=True
+                Observation.model_validate(
+                    {k: v for k, v in o.items() if k != "seq"}, context=TRUSTED
                 )
                 for o in data.get("observations", [])
             ],
-            facts=[fact_out(Fact.model_validate(f)) for f in data.get("currentFacts", [])],
+            facts=[Fact.model_validate(f) for f in data.get("currentFacts", [])],
             checkpoint=data.get("checkpoint"),
-            memories=[
-                memory_out(Memory.model_validate({**m, "teamId": caller.team_id})) for m in memories
-            ],
+            memories=[Memory.model_validate({**m, "teamId": caller.team_id}) for m in memories],
         )
 
-    def erase(self, caller: Caller) -> ErasureReceipt:
+    def erase(self, caller: Caller) -> Erasure:
         now = self.clock.now_ms()
         self.erasures.record(caller.team_id, caller.user_id, now)
         identity = caller.identity_id
@@ -75,21 +96,17 @@ class MeService:
         redis_counts = self.behaviour.erase(identity)
         memory_counts = self.memories.erase(caller)
         observations = int(redis_counts.get("observations", 0))
-        return ErasureReceipt(
-            identity_id=identity,
-            user_id=caller.user_id,
-            team_id=caller.team_id,
+        return Erasure(
+            caller=caller,
             erased_at=now,
-            counts=ErasureCounts(
-                observations=observations,
-                facts=int(redis_counts.get("facts", 0)),
-                checkpoints=1 if checkpoint is not None else 0,
-                idempotency_records=int(redis_counts.get("idempotencyRecords", observations)),
-                memories=sum(int(memory_counts.get(scope.value, 0)) for scope in Scope),
-                persona_memories=int(memory_counts.get(Scope.PERSONA.value, 0)),
-                review_actions=int(memory_counts.get("review_actions", 0)),
-                suppressions=int(memory_counts.get("suppressions", 0)),
-            ),
+            observations=observations,
+            facts=int(redis_counts.get("facts", 0)),
+            checkpoints=1 if checkpoint is not None else 0,
+            idempotency_records=int(redis_counts.get("idempotencyRecords", observations)),
+            memories=sum(int(memory_counts.get(scope.value, 0)) for scope in Scope),
+            persona_memories=int(memory_counts.get(Scope.PERSONA.value, 0)),
+            review_actions=int(memory_counts.get("review_actions", 0)),
+            suppressions=int(memory_counts.get("suppressions", 0)),
         )
 
     def _checkpoint(self, identity_id: str) -> int | None:

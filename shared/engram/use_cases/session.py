@@ -1,14 +1,15 @@
 """``POST /v1/sessions``: behavioural consolidation and memory recall, run concurrently.
 
-Both halves have the session budget (``Settings.consolidation_budget_ms``): consolidation
-degrades inside ``BehaviourService.load_memory`` (``behaviour:timeout`` /
-``behaviour:unavailable``); recall runs on a worker thread and degrades to
-``memories:timeout`` when it does not answer in time, or ``memories:unavailable`` when
-PostgreSQL (or anything under it) fails. A session start never fails because a store is down.
+Both halves run on one executor against one deadline: the session budget
+(``Settings.consolidation_budget_ms``) from the moment the session starts. The results are
+joined in one place (``SessionService.start``): a half that has not answered by the deadline
+degrades to ``behaviour:timeout`` / ``memories:timeout``, one that failed to
+``behaviour:unavailable`` / ``memories:unavailable`` (the executor shut down:
+``behaviour:overloaded``). A session start never fails because a store is down.
 
 The prompt is the facts section (within ``Settings.prompt_token_budget`` tokens) followed by
 the memory hint (within ``Settings.memory_hint_max_chars`` characters), separated by a blank
-line; each section is also returned on its own under ``sections``.
+line; each section is also returned on its own.
 """
 
 from __future__ import annotations
@@ -18,21 +19,25 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from engram.api.models import SessionResponse, SessionSections
-from engram.behaviour.service import BehaviourService, MemoryLoad
+from engram.behaviour.models import Fact
+from engram.behaviour.service import BehaviourContext, BehaviourService
 from engram.identity import Caller
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
 from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory
 from engram.memories.service import MemoryService
-from engram.use_cases.convert import fact_out, memory_out
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-DEGRADED_MEMORIES_TIMEOUT = "memories:timeout"
-DEGRADED_MEMORIES_UNAVAILABLE = "memories:unavailable"
+BEHAVIOUR_TIMEOUT = "behaviour:timeout"
+BEHAVIOUR_UNAVAILABLE = "behaviour:unavailable"
+BEHAVIOUR_OVERLOADED = "behaviour:overloaded"
+MEMORIES_TIMEOUT = "memories:timeout"
+MEMORIES_UNAVAILABLE = "memories:unavailable"
 HINT_RECALL_LIMIT = 100
 SESSION_MEMORIES = 20
 
@@ -43,6 +48,32 @@ class Recalled:
     hint: str
 
 
+@dataclass(frozen=True)
+class SessionContext:
+    """What a session start gives the assistant, and why any part of it is missing."""
+
+    identity_id: str
+    persona_id: str | None
+    facts: list[Fact] = field(default_factory=list)
+    tool_affinities: dict[str, float] = field(default_factory=dict)
+    memories: list[Memory] = field(default_factory=list)
+    facts_section: str = ""
+    memories_section: str = ""
+    degraded: list[str] = field(default_factory=list)
+
+    @property
+    def prompt(self) -> str:
+        return "\n\n".join(part for part in (self.facts_section, self.memories_section) if part)
+
+    @property
+    def behaviour_degraded(self) -> bool:
+        return any(reason.startswith("behaviour:") for reason in self.degraded)
+
+    @property
+    def memories_degraded(self) -> bool:
+        return any(reason.startswith("memories:") for reason in self.degraded)
+
+
 class SessionService:
     def __init__(
         self,
@@ -51,7 +82,7 @@ class SessionService:
         *,
         budget_ms: int = 500,
         hint_max_chars: int = DEFAULT_MAX_CHARS,
-        workers: int = 4,
+        workers: int = 8,
     ) -> None:
         self.behaviour = behaviour
         self.memories = memories
@@ -64,7 +95,7 @@ class SessionService:
     def _executor(self) -> cf.ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
-                self._pool = cf.ThreadPoolExecutor(self._workers, "engram-recall")
+                self._pool = cf.ThreadPoolExecutor(self._workers, "engram-session")
             return self._pool
 
     def _memories(self) -> MemoryService:
@@ -92,44 +123,55 @@ class SessionService:
 
     def start(
         self, caller: Caller, *, persona_id: str | None = None, query: str | None = None
-    ) -> tuple[SessionResponse, MemoryLoad]:
-        """The session context, and the behavioural part as loaded (for metrics)."""
-        started = time.monotonic()
-        future: cf.Future[Recalled] | None = None
+    ) -> SessionContext:
+        deadline = time.monotonic() + self.budget_s
+        try:
+            pool = self._executor()
+            behaviour = pool.submit(self.behaviour.load, caller.identity_id)
+            recall = (
+                None
+                if self.memories is None
+                else pool.submit(self._recall, caller, persona_id, query)
+            )
+        except RuntimeError:  # shut down
+            return SessionContext(
+                caller.identity_id,
+                persona_id,
+                degraded=[BEHAVIOUR_OVERLOADED, MEMORIES_UNAVAILABLE],
+            )
+        pending: list[cf.Future[Any]] = [behaviour] if recall is None else [behaviour, recall]
+        cf.wait(pending, timeout=max(0.0, deadline - time.monotonic()))
         degraded: list[str] = []
-        if self.memories is None:
-            degraded.append(DEGRADED_MEMORIES_UNAVAILABLE)
+        loaded = self._outcome(behaviour, "behaviour", degraded) or BehaviourContext()
+        if recall is None:
+            degraded.append(MEMORIES_UNAVAILABLE)
+            recalled = None
         else:
-            try:
-                future = self._executor().submit(self._recall, caller, persona_id, query)
-            except RuntimeError:
-                degraded.append(DEGRADED_MEMORIES_UNAVAILABLE)
-        load = self.behaviour.load_memory(caller.identity_id)
-        recalled = Recalled(memories=[], hint="")
-        if future is not None:
-            remaining = max(0.0, self.budget_s - (time.monotonic() - started))
-            try:
-                recalled = future.result(timeout=remaining)
-            except cf.TimeoutError:
-                future.cancel()
-                log.warning("recall exceeded the session budget of %.0f ms", self.budget_s * 1000)
-                degraded.append(DEGRADED_MEMORIES_TIMEOUT)
-            except Exception as exc:
-                log.warning("recall failed: %s", type(exc).__name__)
-                degraded.append(DEGRADED_MEMORIES_UNAVAILABLE)
-        facts_section = load.prompt_section
-        prompt = "\n\n".join(part for part in (facts_section, recalled.hint) if part)
-        response = SessionResponse(
+            recalled = self._outcome(recall, "memories", degraded)
+        return SessionContext(
             identity_id=caller.identity_id,
             persona_id=persona_id,
-            facts=[fact_out(f) for f in load.facts],
-            tool_affinities=dict(load.tool_affinities),
-            memories=[memory_out(m) for m in recalled.memories],
-            prompt=prompt,
-            sections=SessionSections(facts=facts_section, memories=recalled.hint),
-            degraded=[*load.degraded, *degraded],
+            facts=loaded.facts,
+            tool_affinities=dict(loaded.tool_affinities),
+            memories=recalled.memories if recalled else [],
+            facts_section=loaded.prompt_section,
+            memories_section=recalled.hint if recalled else "",
+            degraded=degraded,
         )
-        return response, load
+
+    def _outcome(self, future: cf.Future[T], half: str, degraded: list[str]) -> T | None:
+        """The half's result, or ``None`` with the reason added to ``degraded``."""
+        if not future.done():
+            future.cancel()
+            log.warning("%s exceeded the session budget of %.0f ms", half, self.budget_s * 1000)
+            degraded.append(f"{half}:timeout")
+            return None
+        error = future.exception()
+        if error is not None:
+            log.warning("%s failed: %s", half, type(error).__name__)
+            degraded.append(f"{half}:unavailable")
+            return None
+        return future.result()
 
     def close(self) -> None:
         with self._lock:

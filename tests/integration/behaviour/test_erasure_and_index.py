@@ -15,6 +15,7 @@ from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.consolidation import plan_round
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService
+from engram.bootstrap import Container
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
 from engram.settings import Settings
@@ -250,12 +251,10 @@ def test_settings_retention_reaches_consolidation(
     client: redis.Redis, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     def service(days: int) -> BehaviourService:
-        svc = BehaviourService.from_settings(
-            Settings(observation_retention_days=days, redis_key_prefix=f"{APP_PREFIX}:r{days}"),
-            redis_client=client,
+        settings = Settings(
+            observation_retention_days=days, redis_key_prefix=f"{APP_PREFIX}:r{days}"
         )
-        svc.clock = clock
-        return svc
+        return Container(settings, clock=clock, redis=client).behaviour
 
     old = make_obs("tool_success", "old", at=clock.now_ms() - 12 * MS_PER_DAY)
     short, default = service(10), service(30)
@@ -263,10 +262,8 @@ def test_settings_retention_reaches_consolidation(
         # stored straight through the log (``record`` drops what is already past retention):
         # what is checked here is the prune at consolidation
         svc.store.append(IDENTITY, [old])
-        assert "tool_affinity:old" in {f.subject for f in svc.load_memory(IDENTITY).facts}
+        assert "tool_affinity:old" in {f.subject for f in svc.load(IDENTITY).facts}
     # 12 days old: beyond 10 days of retention, within the default 30 (and within 7 days of
     # the round's newest observation, so the checkpoint rule keeps it)
     assert short.store.since(IDENTITY, None) == []
     assert [o.id for o in default.store.since(IDENTITY, None)] == [old.id]
-    short.close()
-    default.close()

@@ -24,8 +24,9 @@ from engram.adapters.sqs import SqsSender
 from engram.api.models import ROUTES as SPEC_ROUTES
 from engram.bootstrap import Container, set_container
 from engram.clock import Clock
-from engram.local.routes import FUNCTION_ROUTES
-from engram.local.server import FakeLambdaContext, build_event
+from engram.local.app import FUNCTION_ROUTES
+from engram.local.gateway import build_event
+from engram.local.lambda_context import FakeLambdaContext
 from engram.local.sqs import LocalQueue, LocalSqs
 from engram.settings import Settings
 

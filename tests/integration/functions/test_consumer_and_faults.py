@@ -12,7 +12,7 @@ from tests.integration.functions.conftest import peek_records, settings_for
 from tests.support.services import RedisServer, RedisTarget, free_port
 
 from engram.adapters.redis_client import make_redis
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 
 OBS = {
     "type": "tool_success",

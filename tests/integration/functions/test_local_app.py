@@ -14,7 +14,7 @@ from tests.support.services import RedisTarget
 
 from engram.api.models import ROUTES
 from engram.bootstrap import set_container
-from engram.local.routes import build_app
+from engram.local.app import build_app
 from engram.local.server import LocalService
 from engram.local.tokens import TokenSigner
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from engram.local.app import EXTRACTION_QUEUE, INGEST_QUEUE, build_app
 from engram.local.pullqueue import PullQueue
-from engram.local.routes import EXTRACTION_QUEUE, INGEST_QUEUE, build_app
 from engram.local.sqs import LocalQueue, queue_path
 from engram.settings import Settings
 

@@ -28,7 +28,7 @@ from engram.api.identity import caller_from_event
 from engram.api.models import EventsRequest, MemoryRecallQuery, MemorySaveRequest
 from engram.client import EngramAPIError, EngramClient, EngramTransportError, RetryPolicy
 from engram.errors import NotFound
-from engram.local.routes import build_routes
+from engram.local.app import build_routes
 from engram.local.server import LocalService
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings

@@ -21,13 +21,13 @@ from engram.adapters.sqs import SqsSender
 from engram.api.models import TranscriptRequest
 from engram.behaviour.service import BehaviourService
 from engram.bootstrap import Container
+from engram.bootstrap.maintenance import build_maintenance_job
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.extraction import TranscriptJob
 from engram.identity import Caller
 from engram.local.pullqueue import PullQueue
 from engram.local.sqs import LocalSqs
 from engram.maintenance import MaintenanceJob, MaintenanceReport
-from engram.maintenance.wiring import build_maintenance_job
 from engram.settings import Settings
 
 DIMS = 64
@@ -136,7 +136,7 @@ def world(redis_target: RedisTarget, db: Database, tmp_path: Path) -> Iterator[W
         sqs=sqs,
         ingest_queue=None,
         extraction_queue=SqsSender(sqs, queue.url),
-        extraction_queue_url=queue.url,
+        transcript_queue=queue,
     )
     try:
         yield World(settings, container, clock, queue, db.conninfo, redis_target)

@@ -11,7 +11,7 @@ from tests.integration.maintenance.conftest import World
 from tests.support.services import RedisTarget
 
 from engram.extraction import ExtractionResult, Proposal, ProposalScope, TranscriptJob
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 from engram.memories.hint import CLOSE_TAG, OPEN_TAG
 from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory, Status

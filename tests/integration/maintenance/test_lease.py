@@ -14,8 +14,8 @@ from tests.integration.maintenance.conftest import World
 from tests.support.services import RedisTarget
 
 from engram.adapters.maintenance_lease import RedisMaintenanceLease
-from engram.local.server import FakeLambdaContext
-from engram.maintenance.wiring import build_maintenance_job
+from engram.bootstrap.maintenance import build_maintenance_job
+from engram.local.lambda_context import FakeLambdaContext
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,9 @@ from tests.support.services import RedisTarget
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
 from engram.identity import Caller
-from engram.local.routes import build_app, maintenance_from_function
-from engram.local.server import FakeLambdaContext, build_event
+from engram.local.app import build_app, maintenance_from_function
+from engram.local.gateway import build_event
+from engram.local.lambda_context import FakeLambdaContext
 from engram.settings import Settings
 
 

@@ -15,8 +15,7 @@ from engram.adapters.maintenance_state import RedisMaintenanceState
 from engram.adapters.postgres.retention import PostgresRetentionPolicies
 from engram.adapters.transcript_queue import SqsTranscriptQueue
 from engram.bootstrap import Container
-from engram.local.server import FakeLambdaContext
-from engram.maintenance.wiring import transcript_queue
+from engram.local.lambda_context import FakeLambdaContext
 from engram.memories.inputs import MemorySaveRequest
 from engram.memories.ports import AccessContext
 from engram.settings import Settings
@@ -90,7 +89,7 @@ def test_redis_down_the_run_fails_soft_and_postgres_tasks_go_on(
         database_url=world.url,
         migrate=False,
         sqs=world.container.sqs,
-        extraction_queue_url=world.queue.url,
+        transcript_queue=world.queue,
     )
     body = maintenance_fn.run({"engramSchedule": "daily"}, FakeLambdaContext(), container=container)
     tasks = body["tasks"]
@@ -115,8 +114,8 @@ def test_build_uses_the_sqs_adapter_outside_local() -> None:
         extraction_dlq_url="https://sqs.us-east-1.amazonaws.com/1/q-dlq",
     )
     container = Container(settings, sqs=FakeSqsClient())
-    queue: Any = transcript_queue(container)
+    queue: Any = container.transcript_queue
     assert isinstance(queue, SqsTranscriptQueue)
     assert queue.dlq_url == settings.extraction_dlq_url
-    assert transcript_queue(container) is queue  # built once per container
-    assert transcript_queue(Container(Settings())) is None
+    assert container.transcript_queue is queue  # built once per container
+    assert Container(Settings()).transcript_queue is None

@@ -17,7 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from engram.adapters.embedded import embedded_postgres
 from engram.adapters.postgres.migrate import load_migrations
-from engram.local.server import prepare_database
+from engram.local.serve import prepare_database
 from engram.settings import Settings
 
 ALL = [f"{m.version:04d}_{m.name}" for m in load_migrations()]

@@ -15,7 +15,8 @@ from tests.integration.memories.conftest import Backend
 
 from engram.adapters.postgres.migrate import apply_migrations, load_migrations, main
 from engram.adapters.postgres.pool import Database
-from engram.adapters.postgres.store import PostgresMemoryStore, build_memory_service
+from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.bootstrap import Container
 from engram.errors import Forbidden, Unavailable
 from engram.identity import Caller
 from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
@@ -214,15 +215,16 @@ def test_fts_match_function_keeps_the_tenant_of_the_settings(pg_backend: Backend
         conn.rollback()
 
 
-def test_build_memory_service_from_settings(database_url: str) -> None:
+def test_the_container_composes_memories_on_postgres(database_url: str, tmp_path: Path) -> None:
     apply_migrations(database_url, embedding_dimensions=1024)
-    service, db = build_memory_service(Settings(), conninfo=database_url)
+    container = Container(Settings(database_url=database_url, data_dir=tmp_path))
     try:
         alice = Caller(user_id="alice", team_id="t1")
-        service.save(alice, MemorySaveRequest(key="lang", value="Go"))
-        assert [m.value for m in service.recall(alice, MemoryRecallQuery(query="go"))] == ["Go"]
+        container.memories.save(alice, MemorySaveRequest(key="lang", value="Go"))
+        found = container.memories.recall(alice, MemoryRecallQuery(query="go"))
+        assert [m.value for m in found] == ["Go"]
     finally:
-        db.close()
-    bedrock, db2 = build_memory_service(Settings(embedder="bedrock"), conninfo=database_url)
-    assert type(bedrock._embedder).__name__ == "BedrockTitanEmbedder"
-    db2.close()  # never opened: nothing connected
+        container.close()
+    bedrock = Container(Settings(database_url=database_url, embedder="bedrock", data_dir=tmp_path))
+    assert type(bedrock.memories._embedder).__name__ == "BedrockTitanEmbedder"
+    bedrock.close()  # never opened: nothing connected

@@ -1,7 +1,7 @@
 """The stress tier: the local service (``engram serve``'s app) driven over real HTTP, with its
 Redis and PostgreSQL optionally behind a ``FaultProxy``.
 
-``Live`` is the app of ``engram.local.routes.build_app`` served by ``LocalService`` on a free
+``Live`` is the app of ``engram.local.app.build_app`` served by ``LocalService`` on a free
 loopback port, in this process (so a test can reach its SQS stand-in), over a real
 redis-server and the embedded PostgreSQL. ``ledger()`` reads, straight from Redis, what the
 behavioural store holds for an identity, so tests can reconcile every 202 against it.
@@ -25,7 +25,7 @@ from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
-from engram.local.routes import LocalApp, build_app
+from engram.local.app import LocalApp, build_app
 from engram.local.server import LocalService
 from engram.local.sqs import LocalQueue
 from engram.local.tokens import TokenSigner

@@ -40,7 +40,7 @@ from tests.support.services import RedisServer, RedisTarget, free_port
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.models import parse_observations
-from engram.local.routes import INGEST_QUEUE
+from engram.local.app import INGEST_QUEUE
 from engram.local.sqs import queue_path
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings

@@ -36,7 +36,7 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 SCENARIO = """
 import json
 from engram.adapters import observability
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 
 
 @observability.instrument

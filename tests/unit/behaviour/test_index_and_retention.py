@@ -139,8 +139,7 @@ def test_the_service_prunes_with_its_retention(clock: FakeClock, make_obs: MakeO
         svc.record(IDENTITY, [old])  # recorded while within both retentions
     clock.advance(days=3)  # now 12 days old
     for svc in (default, short):
-        assert [f.subject for f in svc.load_memory(IDENTITY).facts] == ["tool_affinity:old"]
-        svc.close()
+        assert [f.subject for f in svc.load(IDENTITY).facts] == ["tool_affinity:old"]
     assert [o.id for o in kept.since(IDENTITY, None)] == [old.id]
     assert dropped.since(IDENTITY, None) == []
     with pytest.raises(InvalidInput) as err:

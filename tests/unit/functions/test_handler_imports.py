@@ -41,7 +41,7 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 import importlib
 module = importlib.import_module(sys.argv[1])
-import engram.bootstrap as bootstrap
+import engram.bootstrap.container as bootstrap
 print(json.dumps({
     "attempts": attempts,
     "heavy": [m for m in json.loads(sys.argv[2]) if m in sys.modules],

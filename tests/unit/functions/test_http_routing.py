@@ -24,8 +24,9 @@ from engram import limits
 from engram.adapters.apigateway import http_app, request, respond
 from engram.api.models import ROUTES
 from engram.bootstrap import Container, set_container
-from engram.local.routes import FUNCTION_ROUTES
-from engram.local.server import FakeLambdaContext, build_event
+from engram.local.app import FUNCTION_ROUTES
+from engram.local.gateway import build_event
+from engram.local.lambda_context import FakeLambdaContext
 from engram.settings import Settings
 
 HANDLERS: dict[str, Any] = {

@@ -4,6 +4,7 @@ the erasure log."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.models import EventsRequest, ObservationsRequest
 from engram.behaviour.models import Observation
+from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
 from engram.errors import InvalidInput, RateLimited, Unavailable
@@ -25,6 +27,7 @@ from engram.use_cases.ingest import IngestService
 from engram.use_cases.session import SessionService
 
 ALICE = Caller(user_id="alice", team_id="acme")
+WINDOWS = {"observation_retention_days": 30, "retry_window_s": 600}
 
 
 class Queue:
@@ -59,10 +62,10 @@ def test_session_has_both_sections_in_order() -> None:
             )
         ],
     )
-    response, load = SessionService(behaviour, memories).start(ALICE)
-    assert load.degraded == response.degraded == []
-    assert response.prompt == f"{response.sections.facts}\n\n{response.sections.memories}"
-    assert response.prompt.index("royalty") < response.prompt.index("helix")
+    context = SessionService(behaviour, memories).start(ALICE)
+    assert context.degraded == []
+    assert context.prompt == f"{context.facts_section}\n\n{context.memories_section}"
+    assert context.prompt.index("royalty") < context.prompt.index("helix")
 
 
 class SlowMemories(MemoryService):
@@ -88,24 +91,67 @@ def test_slow_recall_degrades_to_memories_timeout() -> None:
     gate = threading.Event()
     service = SessionService(behaviour, SlowMemories(memories, gate), budget_ms=50)
     try:
-        response, _ = service.start(ALICE)
+        context = service.start(ALICE)
     finally:
         gate.set()
         service.close()
-    assert response.degraded == ["memories:timeout"]
-    assert response.memories == []
+    assert context.degraded == ["memories:timeout"]
+    assert context.memories == []
 
 
 def test_failing_recall_degrades_to_memories_unavailable() -> None:
     behaviour, memories = services()
-    response, _ = SessionService(behaviour, BrokenMemories(memories)).start(ALICE)
-    assert response.degraded == ["memories:unavailable"]
-    assert response.sections.memories == ""
+    context = SessionService(behaviour, BrokenMemories(memories)).start(ALICE)
+    assert context.degraded == ["memories:unavailable"]
+    assert context.memories_section == ""
+
+
+class BrokenStore(InMemoryBehaviourStore):
+    def read_round(self, identity_id: str) -> RoundInput:
+        raise ConnectionError("redis is down")
+
+
+class SlowStore(InMemoryBehaviourStore):
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.release = threading.Event()
+
+    def read_round(self, identity_id: str) -> RoundInput:
+        self.release.wait(self.delay_s)
+        return super().read_round(identity_id)
+
+
+def test_failing_consolidation_degrades_to_behaviour_unavailable() -> None:
+    _, memories = services()
+    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix"))
+    context = SessionService(BehaviourService(BrokenStore()), memories).start(ALICE)
+    assert context.degraded == ["behaviour:unavailable"]
+    assert (context.facts, context.facts_section, context.tool_affinities) == ([], "", {})
+    assert context.prompt == context.memories_section != ""  # the other half is served
+
+
+def test_one_deadline_for_both_halves() -> None:
+    """Both halves slow: the session answers at the one deadline, both degraded."""
+    _, memories = services()
+    gate = threading.Event()
+    store = SlowStore(delay_s=5)
+    service = SessionService(BehaviourService(store), SlowMemories(memories, gate), budget_ms=100)
+    started = time.monotonic()
+    try:
+        context = service.start(ALICE)
+    finally:
+        elapsed = time.monotonic() - started
+        store.release.set()
+        gate.set()
+        service.close()
+    assert context.degraded == ["behaviour:timeout", "memories:timeout"]
+    assert elapsed < 0.1 + 0.4  # one budget plus a generous slack, not two, far below 5 s
 
 
 def test_ingest_ids_are_deterministic_and_keyed() -> None:
     queue = Queue()
-    ingest = IngestService(queue, clock=FakeClock())
+    ingest = IngestService(queue, clock=FakeClock(), **WINDOWS)
     request = ObservationsRequest.model_validate(
         {
             "observations": [
@@ -130,7 +176,7 @@ def test_ingest_ids_are_deterministic_and_keyed() -> None:
 def test_ingest_refuses_created_at_outside_the_retention_window() -> None:
     clock = FakeClock()
     queue = Queue()
-    ingest = IngestService(queue, clock=clock, observation_retention_days=30)
+    ingest = IngestService(queue, clock=clock, **WINDOWS)
     now, day = clock.now_ms(), 86_400_000
     ok = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
 
@@ -151,7 +197,7 @@ def test_ingest_refuses_created_at_outside_the_retention_window() -> None:
 def test_ingest_without_a_queue_is_unavailable() -> None:
     events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
     with pytest.raises(Unavailable):
-        IngestService(None).accept_events(ALICE, events)
+        IngestService(None, **WINDOWS).accept_events(ALICE, events)
 
 
 def test_in_memory_erasure_log() -> None:
@@ -176,5 +222,5 @@ def test_a_refused_rate_limit_queues_nothing() -> None:
     queue = Queue()
     events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
     with pytest.raises(RateLimited):
-        IngestService(queue, limiter=Refuse()).accept_events(ALICE, events)
+        IngestService(queue, limiter=Refuse(), **WINDOWS).accept_events(ALICE, events)
     assert queue.bodies == []

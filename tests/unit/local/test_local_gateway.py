@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from engram.api.identity import caller_from_event
-from engram.local.routes import build_app, build_routes, make_health_handler
+from engram.local.app import build_app, build_routes, make_health_handler
+from engram.local.gateway import ApiGatewayEmulator, compile_routes
+from engram.local.lambda_context import LambdaHandler
 from engram.local.scheduler import Periodic
-from engram.local.server import ApiGatewayEmulator, LambdaHandler, compile_routes
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 

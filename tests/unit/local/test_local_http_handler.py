@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from engram.local.server import ApiGatewayEmulator, _Handler, content_length
+from engram.local.gateway import ApiGatewayEmulator
+from engram.local.server import _Handler, content_length
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 

