@@ -11,7 +11,7 @@ from typing import Any
 from functions.maintenance import handler as maintenance_fn
 from tests.integration.maintenance.conftest import World
 
-from engram.local.server import FakeLambdaContext
+from engram.local.lambda_context import FakeLambdaContext
 from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, PersonaRequest
 from engram.memories.models import Memory, Scope, Status
 

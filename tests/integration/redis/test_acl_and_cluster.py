@@ -21,9 +21,11 @@ from tests.support.services import APP_PREFIX, RedisTarget
 from engram.adapters.redis_acl import access_string, key_pattern
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.adapters.redis_client import LazyRedisCluster, is_cluster, make_redis
-from engram.behaviour.service import BehaviourService
+from engram.bootstrap import Container
 from engram.clock import FakeClock
+from engram.identity import Caller
 from engram.settings import Settings
+from engram.use_cases.session import SessionService
 
 REFUSED = redis.exceptions.NoPermissionError
 
@@ -133,13 +135,14 @@ def test_a_cold_start_with_the_cluster_down_degrades_the_session() -> None:
         redis_connect_timeout_ms=100,
         redis_socket_timeout_ms=100,
     )
-    svc = BehaviourService.from_settings(settings)  # the store is built; nothing connected
+    behaviour = Container(settings).behaviour  # the store is built; nothing connected
+    sessions = SessionService(behaviour, None)  # the behavioural half only
     try:
-        memory = svc.load_memory("acme:alice")
-        assert memory.degraded
-        assert memory.facts == []
+        context = sessions.start(Caller(user_id="alice", team_id="acme"))
+        assert context.behaviour_degraded
+        assert context.facts == []
     finally:
-        svc.close()
+        sessions.close()
 
 
 def test_identities_spread_over_every_shard_and_each_stays_on_one_slot(
