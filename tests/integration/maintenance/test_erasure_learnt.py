@@ -102,9 +102,7 @@ def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: Wor
         ("persona", "Users ask how to cancel their subscription"),
     }
 
-    receipt = world.container.me.erase(world.caller("alice"))
-
-    counts = receipt.counts
+    counts = world.container.me.erase(world.caller("alice"))  # the receipt's counts
     assert counts.persona_memories == 2  # royalty (active) and cancel (rejected)
     assert counts.memories == 4  # plus alice's two persona_user memories
     # royalty: approve + update; password: approve + delete; cancel: reject; dark mode: approve
