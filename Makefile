@@ -7,7 +7,7 @@ export CDK_DISABLE_CLI_TELEMETRY ?= true
 STAGE ?= dev
 UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 
-.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e lint format typecheck bench synth diff deploy clean
+.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e lint format typecheck bench eval synth diff deploy clean
 
 setup: ## install uv (if missing) and every locked dependency
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -44,6 +44,14 @@ typecheck: setup
 
 bench: setup ## measured against floors of the same machine; results in bench/results/
 	$(UV) run python -m bench
+
+# LoCoMo data (a file or folder) and the served configurations the quality harness compares
+EVAL_DATA ?= ../shared/data/locomo-dev/
+EVAL_CONFIGS ?= keyword
+
+eval: setup ## recall quality on LoCoMo through the HTTP API (bench/quality); EVAL_DATA=, EVAL_CONFIGS=
+	ENGRAM_BENCH_QUALITY_DATA="$(EVAL_DATA)" ENGRAM_BENCH_QUALITY_CONFIGS="$(EVAL_CONFIGS)" \
+		$(UV) run python -m bench quality
 
 synth: setup ## offline; then cfn-lint over the stage's templates (infra/lint.py)
 	$(UV) run bash infra/cdk.sh synth $(STAGE)

@@ -30,6 +30,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bench.quality.report import section as quality_section
+
 HERE = Path(__file__).resolve().parent
 STALE_AFTER = dt.timedelta(hours=2)
 NAGLE_SUSPECT_MS = 20.0
@@ -527,6 +529,9 @@ def render(
             md += [f"![recall]({figures['recall']})", ""]
     else:
         md += ["_Not measured in this run._", ""]
+
+    quality = results.get("quality")
+    md += quality_section(quality, _source("quality", quality, newest) if quality else "", _table)
 
     # imports
     md += ["## Handler cold-import times", ""]

@@ -72,12 +72,13 @@ class Tenant:
 class LocalEngram:
     url: str
     data_dir: Path
-    redis_url: str
+    redis_url: str | None
     key_prefix: str
     settings: Settings
     proc: subprocess.Popen[bytes]
     log_path: Path
-    redis_admin_url: str  # lists keys (the service's own user may not)
+    redis_admin_url: str | None  # lists keys (the service's own user may not); None: in-process
+    external_database_url: str | None = None
     signer: TokenSigner = field(init=False)
     _clients: list[EngramClient] = field(default_factory=list)
 
@@ -113,8 +114,11 @@ class LocalEngram:
     # --- the stores behind the service ---------------------------------------------------
     @property
     def database_url(self) -> str:
-        """The service's embedded PostgreSQL (``<data_dir>/pg``, database ``engram``), as the
-        superuser over its unix socket, so row-level security does not hide rows from us."""
+        """The service's database as a role row-level security does not filter: the one it
+        was given, else its embedded PostgreSQL (``<data_dir>/pg``, database ``engram``) as
+        the superuser over its unix socket."""
+        if self.external_database_url is not None:
+            return self.external_database_url
         return f"postgresql://postgres:@/engram?host={self.data_dir / 'pg'}"
 
     def sql(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -127,6 +131,7 @@ class LocalEngram:
         """Every key of this service's Redis database whose name contains ``needle``."""
         import redis
 
+        assert self.redis_admin_url is not None, "this service runs on its in-process Redis"
         client = redis.Redis.from_url(self.redis_admin_url, socket_timeout=5)
         try:
             return sorted(
@@ -141,6 +146,7 @@ class LocalEngram:
         sorted set, stream) contains ``needle``."""
         import redis
 
+        assert self.redis_admin_url is not None, "this service runs on its in-process Redis"
         client = redis.Redis.from_url(self.redis_admin_url, socket_timeout=5)
         raw = needle.encode("utf-8")
         found: list[str] = []
@@ -257,24 +263,27 @@ def _stop(proc: subprocess.Popen[bytes]) -> int | None:
 
 @contextlib.contextmanager
 def run_local_service(
-    redis_base_url: str,
+    redis_base_url: str | None,
     *,
     redis_admin_url: str | None = None,
     extra_env: dict[str, str] | None = None,
+    database_url: str | None = None,
 ) -> Iterator[LocalEngram]:
     """``engram serve`` in a subprocess on a free port, on the (standalone) Redis at
-    ``redis_base_url``; SIGTERM (drain) at the end. ``redis_admin_url`` lists its keys."""
+    ``redis_base_url``; SIGTERM (drain) at the end. ``redis_admin_url`` lists its keys.
+
+    ``redis_base_url`` None: the service's in-process Redis. ``database_url`` None: its own
+    embedded PostgreSQL under the data dir; else that database (``ENGRAM_DATABASE_URL``)."""
     data_dir = Path(tempfile.mkdtemp(prefix="engram-e2e-"))
     port = free_port()
     key_prefix = f"{APP_PREFIX}:e2e{uuid.uuid4().hex[:8]}"
     redis_url = redis_base_url
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") and k != "REDIS_URL"}
     env.update(
         {
             "ENGRAM_DATA_DIR": str(data_dir),
             "ENGRAM_PORT": str(port),
             "ENGRAM_HOST": "127.0.0.1",
-            "REDIS_URL": redis_url,
             "ENGRAM_REDIS_KEY_PREFIX": key_prefix,
             "ENGRAM_MAINTENANCE_INTERVAL_S": "1",
             "ENGRAM_LOG_LEVEL": "WARNING",
@@ -287,8 +296,12 @@ def run_local_service(
             "PYTHONUNBUFFERED": "1",
         }
     )
+    if redis_url is not None:
+        env["REDIS_URL"] = redis_url
     env.update(extra_env or {})
     env.pop("ENGRAM_DATABASE_URL", None)
+    if database_url is not None:
+        env["ENGRAM_DATABASE_URL"] = database_url
     log_path = data_dir / "serve.log"
     settings = Settings(data_dir=data_dir, redis_url=redis_url, redis_key_prefix=key_prefix)
     with log_path.open("wb") as log:
@@ -309,6 +322,7 @@ def run_local_service(
         proc=proc,
         log_path=log_path,
         redis_admin_url=redis_admin_url or redis_url,
+        external_database_url=database_url,
     )
     try:
         _wait_healthy(proc, url, log_path)
