@@ -7,11 +7,18 @@ The documented order of a recall with a query:
    highest-priority row (persona_user > persona > user) — the others are shadowed even if they
    match the query better.
 2. Keyword list: candidates matching *any* query term (full-text search, English stemming,
-   stop words ignored), best text rank first.
+   stop words ignored), best ``keyword_score`` first: BM25 over the caller's visible memories
+   (``N`` of them, ``df(t)`` containing term ``t``; ``idf(t) = ln(1 + (N - df + 0.5) /
+   (df + 0.5))``, term frequency saturated by ``BM25_K1``, no length normalisation) times
+   coverage, the share of the query's distinct terms the memory contains. Statistics are
+   taken over the visible rows before shadowing.
 3. Vector list (only when an embedder is configured): candidates with an embedding whose
    cosine similarity to the query is at least ``MIN_SIMILARITY``, most similar first.
 4. Reciprocal rank fusion: ``score = sum(1 / (RRF_K + rank))`` over the lists a row appears
-   in (rank is 1-based). Ties: confidence, then ``updated_at``, both descending, then id.
+   in (rank is 1-based).
+
+Ties of a score (in each list and after fusion) go to the higher confidence, then to the
+smaller key (code-point order), then to the smaller id: never to when a memory was written.
 
 An empty query skips 2–4: candidates ordered by confidence, then ``updated_at`` (newest first).
 """
@@ -21,11 +28,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from engram.memories.models import SCOPE_PRIORITY, Memory
 
 RRF_K = 60
+BM25_K1 = 1.2
 MIN_SIMILARITY = 0.25
 CANDIDATES_PER_LIST = 100
 TEXT_SEARCH_CONFIG = "english"
@@ -57,18 +66,27 @@ def _stem(word: str) -> str:
     return word
 
 
-def keyword_score(query_terms: Sequence[str], memory: Memory) -> float:
-    """0 when no query term occurs; otherwise grows with the distinct terms matched."""
-    if not query_terms:
-        return 0.0
-    doc = [_stem(t) for t in terms(f"{memory.key} {memory.value}")]
-    doc_set = set(doc)
+def _doc_terms(memory: Memory) -> list[str]:
+    return [_stem(t) for t in terms(f"{memory.key} {memory.value}")]
+
+
+def keyword_scores(query_terms: Sequence[str], docs: Sequence[Memory]) -> dict[str, float]:
+    """BM25 x coverage (see the module docstring) of every doc matching a query term, by id;
+    the statistics are those of ``docs``."""
     wanted = {_stem(t) for t in query_terms}
-    hits = wanted & doc_set
-    if not hits:
-        return 0.0
-    occurrences = sum(1 for t in doc if t in hits)
-    return len(hits) + occurrences / (len(doc) + 1)
+    if not wanted:
+        return {}
+    counts = {m.id: Counter(t for t in _doc_terms(m) if t in wanted) for m in docs}
+    df = Counter(t for tf in counts.values() for t in tf)
+    n = len(docs)
+    idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    return {
+        mid: sum(idf[t] * f * (BM25_K1 + 1) / (f + BM25_K1) for t, f in tf.items())
+        * len(tf)
+        / len(wanted)
+        for mid, tf in counts.items()
+        if tf
+    }
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -80,7 +98,13 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb)
 
 
-def tie_key(memory: Memory) -> tuple[float, float, str]:
+def tie_key(memory: Memory) -> tuple[float, str, str]:
+    """The order of memories whose scores tie (module docstring)."""
+    return (-memory.confidence, memory.key, memory.id)
+
+
+def unranked_key(memory: Memory) -> tuple[float, float, str]:
+    """The order without a query: confidence, then newest first."""
     return (-memory.confidence, -memory.updated_at.timestamp(), memory.id)
 
 
@@ -118,12 +142,11 @@ def rank_in_memory(
     """The whole documented recall order over already-visible active candidates."""
     visible = shadow(candidates)
     if not query.strip():
-        return sorted(visible, key=tie_key)[:limit]
-    q_terms = terms(query)
-    scored = [(keyword_score(q_terms, m), m) for m in visible]
-    keyword = [m for s, m in sorted(scored, key=lambda sm: (-sm[0], *tie_key(sm[1]))) if s > 0][
-        :CANDIDATES_PER_LIST
-    ]
+        return sorted(visible, key=unranked_key)[:limit]
+    scores = keyword_scores(terms(query), candidates)
+    keyword = sorted(
+        (m for m in visible if m.id in scores), key=lambda m: (-scores[m.id], *tie_key(m))
+    )[:CANDIDATES_PER_LIST]
     lists: list[list[Memory]] = [keyword]
     if query_embedding is not None and embeddings is not None:
         sims = [

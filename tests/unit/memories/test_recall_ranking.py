@@ -46,16 +46,20 @@ def test_terms_drop_stop_words_and_punctuation() -> None:
     assert terms("the and of") == []
 
 
-def test_rrf_sums_reciprocal_ranks_and_breaks_ties_by_confidence_then_recency() -> None:
+def test_rrf_sums_reciprocal_ranks_and_breaks_ties_by_confidence_then_key() -> None:
     a, b, c = mem("a", "a", "a"), mem("b", "b", "b"), mem("c", "c", "c")
     # b: 1/62 + 1/61 beats a: 1/61 beats c: 1/62
     assert [m.id for m in rrf_fuse([[a, b], [b, c]], 10)] == ["b", "a", "c"]
     x = mem("x", "x", "x", conf=0.5)
     y = mem("y", "y", "y", conf=0.9)
-    z_new = mem("z", "z", "z", conf=0.9, age_s=0)
-    y_old = mem("y", "y", "y", conf=0.9, age_s=10)
     assert [m.id for m in rrf_fuse([[x], [y]], 10)] == ["y", "x"]  # equal scores: confidence
-    assert [m.id for m in rrf_fuse([[y_old], [z_new]], 10)] == ["z", "y"]  # then recency
+    # then the key, whichever was written last
+    older_b = mem("1", "b key", "b", conf=0.9, age_s=10)
+    newer_a = mem("2", "a key", "a", conf=0.9, age_s=0)
+    assert [m.id for m in rrf_fuse([[older_b], [newer_a]], 10)] == ["2", "1"]
+    newer_b = mem("1", "b key", "b", conf=0.9, age_s=0)
+    older_a = mem("2", "a key", "a", conf=0.9, age_s=10)
+    assert [m.id for m in rrf_fuse([[newer_b], [older_a]], 10)] == ["2", "1"]
     assert len(rrf_fuse([[a, b, c]], 2)) == 2
 
 

@@ -13,7 +13,10 @@ COLUMNS = (
     "m.id, m.team_id, m.scope, m.owner_id, m.user_id, m.key, m.value, m.source_channel_id, "
     "m.confidence, m.status, m.created_at, m.updated_at, m.source_user_id"
 )
-ORDER_TIES = "m.confidence DESC, m.updated_at DESC, m.id"
+#: Without a query: confidence, then newest first (``recall.unranked_key``).
+ORDER_UNRANKED = "m.confidence DESC, m.updated_at DESC, m.id"
+#: Ties of a score: confidence, then key in code-point order, then id (``recall.tie_key``).
+ORDER_TIES = 'm.confidence DESC, m.key COLLATE "C", m.id'
 
 
 def as_uuid(memory_id: str) -> uuid.UUID | None:

@@ -27,7 +27,7 @@ from engram.adapters.postgres.lifecycle import (
     refuse_past_limits,
 )
 from engram.adapters.postgres.personas import PostgresPersonaStore
-from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES
+from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES, ORDER_UNRANKED
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
@@ -45,7 +45,13 @@ from engram.memories.models import (
     Status,
 )
 from engram.memories.ports import AccessContext
-from engram.memories.recall import CANDIDATES_PER_LIST, MIN_SIMILARITY, RRF_K, TEXT_SEARCH_CONFIG
+from engram.memories.recall import (
+    BM25_K1,
+    CANDIDATES_PER_LIST,
+    MIN_SIMILARITY,
+    RRF_K,
+    TEXT_SEARCH_CONFIG,
+)
 
 
 def recall_sql(
@@ -63,6 +69,7 @@ def recall_sql(
         "maxdist": 1.0 - MIN_SIMILARITY,
         "cands": CANDIDATES_PER_LIST,
         "k": RRF_K,
+        "k1": BM25_K1,
     }
     scopes = "(m.scope = 'user' AND m.owner_id = %(user)s)"
     shadow = ""
@@ -84,31 +91,27 @@ def recall_sql(
             " AND h.key = m.key AND h.status = 'active'))"
         )
     visible = f"m.team_id = %(team)s AND m.status = 'active' AND {scopes}{shadow}"
-    tsq = (
-        "replace(plainto_tsquery(%(cfg)s::regconfig, engram_fts_text(%(query)s))::text,"
-        " ' & ', ' | ')::tsquery"
-    )
+    # keyword scores (BM25 x coverage, migration 0008): ids and scores only, rows joined back
+    ranked = "engram_fts_rank(%(query)s, %(cfg)s::regconfig, %(persona)s, %(k1)s) c"
     if not keyword and not vector:
         return (
             f"SELECT {COLUMNS} FROM memories m WHERE {visible} "
-            f"ORDER BY {ORDER_TIES} LIMIT %(limit)s",
+            f"ORDER BY {ORDER_UNRANKED} LIMIT %(limit)s",
             params,
         )
     if keyword and not vector:
         # one ranked list: its RRF order is its own order
         return (
-            f"SELECT {COLUMNS} FROM engram_fts_match({tsq}, %(persona)s) c"
-            f" JOIN memories m ON m.id = c.id WHERE {visible}"
-            f" ORDER BY c.rank DESC, {ORDER_TIES} LIMIT %(limit)s",
+            f"SELECT {COLUMNS} FROM {ranked} JOIN memories m ON m.id = c.id WHERE {visible}"
+            f" ORDER BY c.score DESC, {ORDER_TIES} LIMIT %(limit)s",
             params,
         )
     lists = []
     ctes = []
     if keyword:
-        ctes.append(f"q AS (SELECT {tsq} AS tsq)")
         ctes.append(
-            "kw AS (SELECT m.id, row_number() OVER (ORDER BY c.rank DESC, "
-            f"{ORDER_TIES}) AS r FROM q, engram_fts_match(q.tsq, %(persona)s) c"
+            "kw AS (SELECT m.id, row_number() OVER (ORDER BY c.score DESC, "
+            f"{ORDER_TIES}) AS r FROM {ranked}"
             f" JOIN memories m ON m.id = c.id WHERE {visible} ORDER BY r LIMIT %(cands)s)"
         )
         lists.append("SELECT id, r FROM kw")
