@@ -13,7 +13,9 @@ indexes are built after the load), then, on the same server and rows:
 - ``engram empty``: recall with an empty query (the memory hint's path);
 - ``engram save``: ``MemoryService.save`` of a new key (validation + upsert);
 - ``floor``: one bare SQL statement, the same OR full-text match on the same user's rows,
-  ranked by ``ts_rank`` — no pool, no RLS, no scopes, no fusion;
+  ranked by ``ts_rank`` — no pool, no RLS, no scopes, no fusion. Keyword recall and the floor
+  are timed interleaved, call by call (``timed_interleaved``), so the load of a shared machine
+  falls on both sides of their ratio alike;
 - ``peer``: LangGraph's ``PostgresStore.search`` on a namespace per user holding the same rows
   (no index config: it filters by namespace and ignores the query text, which is its
   keyword-less behaviour); with ``ENGRAM_BENCH_RECALL_PEER_VECTOR_MAX`` >= size, also its
@@ -121,6 +123,24 @@ def timed(fn: Callable[[int], object], n: int, warmup: int = 20) -> dict[str, fl
         fn(i)
         out.append((time.perf_counter() - t0) * 1000)
     return percentiles(out)
+
+
+def timed_interleaved(
+    fns: dict[str, Callable[[int], object]], n: int, warmup: int = 20
+) -> dict[str, dict[str, float]]:
+    """``timed`` of several functions call by call (query i of each, in turn, the first of
+    the turn alternating), so a shared machine's load falls on all of them alike."""
+    names = list(fns)
+    for i in range(warmup):
+        for name in names:
+            fns[name](i)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(n):
+        for name in names if i % 2 == 0 else reversed(names):
+            t0 = time.perf_counter()
+            fns[name](i)
+            out[name].append((time.perf_counter() - t0) * 1000)
+    return {name: percentiles(samples) for name, samples in out.items()}
 
 
 def load(conn: psycopg.Connection[Any], size: int, dims: int, words: list[str]) -> float:
@@ -301,22 +321,23 @@ def bench_size(
 
     hits = sum(1 for i in range(50) if keyword(i))
     result["queries_with_hits_of_50"] = hits
-    result["engram_keyword"] = timed(keyword, queries)
-    result["engram_hybrid"] = timed(hybrid, queries)
-    result["engram_empty_query"] = timed(empty, queries)
-    result["engram_save"] = timed(save, queries)
-
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
 
         def floor(i: int) -> object:
             team, user, q, _ = picks[i]
             return conn.execute(FLOOR_SQL, {"team": team, "user": user, "q": q}).fetchall()
 
-        result["floor_bare_sql_fts"] = timed(floor, queries)
+        # the ratio's two sides, timed call by call on the same machine state
+        result.update(
+            timed_interleaved({"engram_keyword": keyword, "floor_bare_sql_fts": floor}, queries)
+        )
         plan_rows = conn.execute(
             "EXPLAIN " + FLOOR_SQL, {"team": picks[0][0], "user": picks[0][1], "q": picks[0][2]}
         ).fetchall()
         result["floor_plan"] = [r[0] for r in plan_rows][:12]
+    result["engram_hybrid"] = timed(hybrid, queries)
+    result["engram_empty_query"] = timed(empty, queries)
+    result["engram_save"] = timed(save, queries)
 
     from langgraph.store.postgres import PostgresStore
 
