@@ -15,12 +15,14 @@ and the consumer — idempotent by observation id — stores a retry's observati
 repeat gets new ids and is stored as new observations:
 
 * With an ``Idempotency-Key``, ids derive from (caller, route, key, the UTC day the key was
-  first used). The same key within 24 hours of its first use is the same request: same ids,
-  stored once. The same key with another body within those 24 hours is refused with 422
-  ``idempotency_key_reused`` and nothing is queued. After 24 hours the key is free again (a
-  new day, so new ids). Keys are remembered by an ``IdempotencyKeys`` store (Redis in AWS);
-  when it cannot answer, ingest fails open like the rate limiter: the ids come from the
-  current UTC day and the other-body check is skipped for that request.
+  first used, the body's digest). The same key within 24 hours of its first use is the same
+  request: same ids, stored once. The same key with another body within those 24 hours is
+  refused with 422 ``idempotency_key_reused`` and nothing is queued. After 24 hours the key is
+  free again (a new day, so new ids). Keys are remembered by an ``IdempotencyKeys`` store
+  (Redis in AWS); when it cannot answer, ingest fails open like the rate limiter: the ids come
+  from the current UTC day and the other-body check is skipped for that request. Because the
+  body's digest is in the ids, two different bodies under one key never share an id, so an
+  outage cannot merge them into one (both are stored); a retry of the same body keeps its ids.
 * Without one, ids derive from (caller, route, body, the retry-window bucket
   ``now // Settings.ingest_retry_window_s``). The same body within one bucket is the same
   request; anything else is new observations.
@@ -156,17 +158,20 @@ class IngestService:
             material: Any = ["body", caller.identity_id, route, body, now // self.retry_window_ms]
         else:
             key = _valid_key(idempotency_key)
-            since = self._claim(json.dumps([caller.identity_id, route, key]), body, now)
+            digest = body_digest(body)
+            since = self._claim(json.dumps([caller.identity_id, route, key]), digest, now)
             # a day bucket no longer than a key's lifetime: two claims of one key (at least a
-            # lifetime apart) never share a bucket, so a freed key always gets new ids
-            material = ["key", caller.identity_id, route, key, since // KEY_LIFETIME_MS]
+            # lifetime apart) never share a bucket, so a freed key always gets new ids; the
+            # body's digest is part of the ids, so two bodies never share ids even when the
+            # key store could not refuse the second (a retry sends the same body: same ids)
+            day = since // KEY_LIFETIME_MS
+            material = ["key", caller.identity_id, route, key, day, digest]
         return hashlib.sha256(_canonical(material)).hexdigest()[:32]
 
-    def _claim(self, scope: str, body: Any, now: int) -> int:
-        """When the key was first used; refuses another body under a live key."""
+    def _claim(self, scope: str, digest: str, now: int) -> int:
+        """When the key was first used; refuses another body (``digest``) under a live key."""
         if self.keys is None:
             return now
-        digest = body_digest(body)
         try:
             claim = self.keys.claim(scope, digest, now_ms=now, ttl_ms=KEY_LIFETIME_MS)
         except Unavailable:

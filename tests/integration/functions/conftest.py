@@ -159,7 +159,9 @@ def make_stack(
     redis_client: Any = None,
     database_url: str | None = None,
     clock: Clock | None = None,
+    parts: dict[str, Any] | None = None,
 ) -> Stack:
+    """``parts``: container parts given instead of built (say, a key store that is down)."""
     sqs = LocalSqs()
     ingest = LocalQueue(
         "ingest", consumer_fn.handler, visibility_timeout_s=0.0, max_receive_count=100
@@ -167,7 +169,7 @@ def make_stack(
     extraction = LocalQueue("extraction", visibility_timeout_s=0.0)
     sqs.add_queue(ingest)
     sqs.add_queue(extraction)
-    parts: dict[str, Any] = {}
+    parts = dict(parts or {})
     if redis_client is not None:
         parts["redis"] = redis_client
     container = Container(

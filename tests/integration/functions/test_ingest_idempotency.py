@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 import redis
-from tests.integration.functions.conftest import Stack
+from tests.integration.functions.conftest import Stack, make_stack, settings_for
 from tests.support.ledger import assert_exactly_once, ledger
 from tests.support.services import RedisTarget, free_port
 
 from engram.adapters.idempotency_keys import RedisIdempotencyKeys
+from engram.bootstrap import set_container
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import Unavailable
 
@@ -161,3 +162,51 @@ def test_an_unreachable_key_store_is_unavailable_to_the_use_case() -> None:
     client = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.5)
     with pytest.raises(Unavailable):
         RedisIdempotencyKeys(client).claim("s", "a" * 64, now_ms=0, ttl_ms=1)
+
+
+@pytest.fixture
+def keys_down_stack(
+    redis_target: RedisTarget, migrated_url: str, tmp_path: Any, clock: FakeClock
+) -> Iterator[Stack]:
+    """A stack whose Idempotency-Key store is down (nothing listens on its port) while the
+    behavioural store and the queue are up."""
+    dead = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.2)
+    settings = settings_for(redis_target, migrated_url, tmp_path)
+    built = make_stack(settings, clock=clock, parts={"ingest_keys": RedisIdempotencyKeys(dead)})
+    old = set_container(built.container)
+    try:
+        yield built
+    finally:
+        set_container(old)
+        built.container.close()
+        built.container.redis.close()
+        dead.close()
+
+
+@pytest.mark.parametrize("route", ["/v1/observations", "/v1/events"])
+def test_two_bodies_under_one_key_are_both_stored_while_the_key_store_is_down(
+    keys_down_stack: Stack, clock: FakeClock, raw_redis: redis.Redis, route: str
+) -> None:
+    """Fail open never merges: bodies of one shape under one key keep apart, a retry does not."""
+
+    def body(text: str) -> dict[str, Any]:
+        if route == "/v1/events":
+            return {"events": [{"kind": "query", "text": text}]}
+        meta = {"toolName": "search", "durationMs": 5}
+        return {"observations": [{"type": "tool_success", "content": text, "metadata": meta}]}
+
+    def send(text: str) -> list[str]:
+        res = keys_down_stack.call(
+            f"POST {route}", body=body(text), headers={"Idempotency-Key": "k"}
+        )
+        assert res.status == 202, res.body
+        ids: list[str] = res.body["ids"]
+        return ids
+
+    first = send("show my royalties")
+    clock.advance(ms=MINUTE)
+    other = send("royalties for march")
+    assert set(other).isdisjoint(first)
+    assert send("show my royalties") == first  # the retry: the same ids, stored once
+    keys_down_stack.deliver()
+    assert_stored_once(raw_redis, first + other)

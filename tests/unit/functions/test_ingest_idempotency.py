@@ -116,6 +116,32 @@ def test_a_key_store_outage_fails_open_with_the_same_ids_that_day() -> None:
     assert set(down.accept_events(ALICE, CONTRACTS, idempotency_key="k").ids).isdisjoint(first)
 
 
+@pytest.mark.parametrize("route", ["observations", "events"])
+def test_two_bodies_under_one_key_never_share_ids_while_the_store_is_down(route: str) -> None:
+    # bodies of the same shape: ids from the key and the position alone would be equal
+    clock = FakeClock()
+    down = service(clock, DownKeys())
+    if route == "observations":
+
+        def send(text: str) -> list[str]:
+            meta = {"toolName": "t", "durationMs": 1}
+            item = {"type": "tool_success", "content": text, "metadata": meta}
+            request = ObservationsRequest.model_validate({"observations": [item, item]})
+            return down.accept_observations(ALICE, request, idempotency_key="k").ids
+    else:
+
+        def send(text: str) -> list[str]:
+            request = EventsRequest.model_validate({"events": [{"kind": "query", "text": text}]})
+            return down.accept_events(ALICE, request, idempotency_key="k").ids
+
+    first = send("my royalties?")
+    clock.advance(ms=MINUTE)
+    other = send("royalties for march?")
+    assert len(first) == len(other) >= 1
+    assert set(other).isdisjoint(first)  # both kept: nothing merged into the first
+    assert send("my royalties?") == first  # a retry of the first keeps its ids
+
+
 def test_a_bad_key_is_422_naming_the_header() -> None:
     ingest = service(FakeClock())
     for key in ("", "   ", "x" * 129, "tab\there"):
