@@ -71,7 +71,7 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
             database_cluster=data.cluster,
             proxy=data.proxy,
             redis_url=data.redis_url,
-            cache_username=data.cache_username,
+            cache_key_prefix=data.cache_key_prefix,
             cache_secret=data.cache_secret,
         ),
         description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",

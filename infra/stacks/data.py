@@ -16,6 +16,8 @@ from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 
 from constructs import Construct
+from engram.adapters.redis_acl import access_string
+from engram.settings import Settings
 from infra.config import StageConfig
 from infra.constructs.common import log_retention, removal_policy, stack_unique
 from infra.constructs.nag import acknowledge
@@ -25,6 +27,8 @@ POSTGRES_PORT = 5432
 CACHE_PORTS = (6379, 6380)  # serverless: primary and reader endpoints
 DATABASE_NAME = "engram"
 CACHE_USER = "engram"
+CACHE_KEY_PREFIX: str = Settings.model_fields["redis_key_prefix"].default
+"""The prefix of every key Engram writes: its cache user may touch keys under it only."""
 # A current Aurora PostgreSQL 16 minor: new clusters cannot be created on deprecated minors
 # (cfn-lint W3690 knows which), and the migrations are tested on PostgreSQL 16.
 POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_16_13
@@ -165,7 +169,8 @@ class DataStack(Stack):
             engine="valkey",
             user_id=f"{cache_name}-app",
             user_name=CACHE_USER,
-            access_string="on ~* &* +@all -@admin",
+            # The commands Engram uses, on its key prefix only (the test servers use the same).
+            access_string=access_string(CACHE_KEY_PREFIX),
             authentication_mode={
                 "Type": "password",
                 "Passwords": [self.cache_secret.secret_value_from_json("password").unsafe_unwrap()],
@@ -204,7 +209,7 @@ class DataStack(Stack):
         self.cache.add_resource_dependency(user_group)
         for resource in (self.cache, user_group, app_user, default_user):
             resource.apply_removal_policy(removal)
-        self.cache_username = CACHE_USER
+        self.cache_key_prefix = CACHE_KEY_PREFIX
         self.redis_url = (
             f"rediss://{self.cache.attr_endpoint_address}:{self.cache.attr_endpoint_port}"
         )
@@ -235,8 +240,8 @@ class DataStack(Stack):
             self.cache_secret,
             "AwsSolutions-SMG4",
             "ElastiCache RBAC passwords have no managed rotation function; the user is only "
-            "reachable from the functions' security group inside the VPC, over TLS. Rotate by "
-            "updating the secret and redeploying (docs/deployment.md).",
+            "reachable from the functions' security group inside the VPC, over TLS. Change it "
+            "as docs/deployment.md says (both passwords on the user during the switch).",
         )
         # Stage values, not stage names, decide whether these two findings exist at all.
         if not config.deletion_protection:

@@ -121,7 +121,7 @@ class DataEndpoints:
     database_cluster: rds.DatabaseCluster
     proxy: rds.DatabaseProxy
     redis_url: str
-    cache_username: str
+    cache_key_prefix: str
     cache_secret: secretsmanager.ISecret
 
 
@@ -310,14 +310,15 @@ class ServiceStack(Stack):
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": config.log_level,
         }
+        # No credential is ever in an environment: the functions read the cache's and the
+        # database's from Secrets Manager at run time (cached, read again when refused), so a
+        # rotation reaches warm containers without a deploy.
         redis_env = {
             "ENGRAM_REDIS_URL": data.redis_url,
             "ENGRAM_REDIS_TLS": "true",
-            "ENGRAM_REDIS_USERNAME": data.cache_username,
-            # A CloudFormation dynamic reference, resolved at deploy time (never in the template).
-            "ENGRAM_REDIS_PASSWORD": data.cache_secret.secret_value_from_json(
-                "password"
-            ).unsafe_unwrap(),
+            "ENGRAM_REDIS_CLUSTER": "true",  # ElastiCache Serverless speaks cluster mode only
+            "ENGRAM_REDIS_KEY_PREFIX": data.cache_key_prefix,  # the prefix the cache ACL grants
+            "ENGRAM_REDIS_SECRET_ARN": data.cache_secret.secret_arn,
         }
         database_env = {
             "ENGRAM_DATABASE_URL": data.database_url,
@@ -562,6 +563,8 @@ class ServiceStack(Stack):
     # -----------------------------------------------------------------------------------------
 
     def _grant(self, name: str, fn: lambda_.Function, data: DataEndpoints) -> None:
+        if name in REDIS_USERS:
+            data.cache_secret.grant_read(fn)
         if name in DATABASE_USERS:
             data.database_secret.grant_read(fn)
         if name in CURSOR_SIGNERS:

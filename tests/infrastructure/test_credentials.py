@@ -1,0 +1,147 @@
+"""Credentials in the synthesised templates of every stage: no Lambda environment holds a secret
+value (resolved at deploy time or plain), only the ARNs of the secrets the function may read;
+the cache user's ACL is Engram's (``engram.adapters.redis_acl``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from infra.config import LAMBDA_FUNCTIONS, STAGES
+from infra.stacks.service import REDIS_USERS
+from tests.infrastructure.synth import Synthesized
+from tests.infrastructure.synth import ref as _ref
+
+from engram.adapters.redis_acl import access_string
+from engram.settings import Settings
+
+pytestmark = pytest.mark.infrastructure
+
+SECRET_TYPE = "AWS::SecretsManager::Secret"
+SECRET_REFS = (SECRET_TYPE, "AWS::SecretsManager::SecretTargetAttachment")
+"""What a Ref to a secret's ARN points at (a secret attached to its database is Ref'd through
+the attachment, whose Ref is the secret's ARN)."""
+
+
+def _lambdas(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    """Every Lambda function of every stack (CDK's providers included), by stack/logical id."""
+    return {
+        f"{stack}/{logical_id}": resource
+        for stack, template in synth.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+
+
+def _variables(fn: dict[str, Any]) -> dict[str, Any]:
+    variables: dict[str, Any] = fn["Properties"].get("Environment", {}).get("Variables", {})
+    return variables
+
+
+def _target(synth: Synthesized, value: Any) -> tuple[str, dict[str, Any]]:
+    """(logical id, resource) a Ref/GetAtt points at, following Fn::ImportValue to its export."""
+    if isinstance(value, dict) and "Fn::ImportValue" in value:
+        name = value["Fn::ImportValue"]
+        for template in synth.templates.values():
+            for output in template.get("Outputs", {}).values():
+                if output.get("Export", {}).get("Name") == name:
+                    logical_id = _ref(output["Value"])
+                    return logical_id, template["Resources"][logical_id]
+        raise AssertionError(f"no export named {name}")
+    logical_id = _ref(value)
+    for template in synth.templates.values():
+        if logical_id in template["Resources"]:
+            return logical_id, template["Resources"][logical_id]
+    raise AssertionError(f"unresolvable {value!r}")
+
+
+def _handler_name(fn: dict[str, Any]) -> str | None:
+    handler = str(fn["Properties"].get("Handler", ""))
+    parts = handler.split(".")
+    return parts[1] if handler.startswith("functions.") and len(parts) > 1 else None
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_no_lambda_environment_holds_a_secret_value(stage: str, synth_cache: Any) -> None:
+    synth: Synthesized = synth_cache(stage)
+    lambdas = _lambdas(synth)
+    assert len(lambdas) > len(LAMBDA_FUNCTIONS)
+    secret_arns = 0
+    for path, fn in lambdas.items():
+        for name, value in _variables(fn).items():
+            text = json.dumps(value)
+            # a dynamic reference would put the value into the function's configuration
+            assert "{{resolve:" not in text, (path, name)
+            assert "PASSWORD" not in name.upper(), (path, name)
+            if name.endswith("_SECRET_ARN"):
+                secret_arns += 1
+                _, resource = _target(synth, value)
+                assert resource["Type"] in SECRET_REFS, (path, name)
+            else:
+                assert "SECRET" not in name.upper(), (path, name)
+                # nothing else points at a secret (its Ref is an ARN, but under another name)
+                if isinstance(value, dict) and ("Ref" in value or "Fn::ImportValue" in value):
+                    assert _target(synth, value)[1]["Type"] not in SECRET_REFS, (path, name)
+    assert secret_arns >= len(LAMBDA_FUNCTIONS)
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_functions_read_the_cache_secret_at_run_time_as_a_cluster(
+    stage: str, synth_cache: Any
+) -> None:
+    synth: Synthesized = synth_cache(stage)
+    (cache_secret,) = [k for k in synth.resources(SECRET_TYPE, "Data") if k.startswith("Cache")]
+    readers = _secret_readers(synth, cache_secret)
+    seen = set()
+    for fn in _lambdas(synth).values():
+        name = _handler_name(fn)
+        if name not in LAMBDA_FUNCTIONS:
+            continue
+        seen.add(name)
+        variables = _variables(fn)
+        role = _ref(fn["Properties"]["Role"])
+        if name in REDIS_USERS:
+            assert _target(synth, variables["ENGRAM_REDIS_SECRET_ARN"])[0] == cache_secret
+            assert variables["ENGRAM_REDIS_CLUSTER"] == "true"
+            assert variables["ENGRAM_REDIS_TLS"] == "true"
+            assert "ENGRAM_REDIS_USERNAME" not in variables  # the secret names the user
+            assert role in readers, name
+        else:
+            assert "ENGRAM_REDIS_SECRET_ARN" not in variables
+            assert role not in readers, name
+    assert seen == set(LAMBDA_FUNCTIONS)
+
+
+def _secret_readers(synth: Synthesized, secret: str) -> set[str]:
+    """Logical ids of the roles allowed secretsmanager:GetSecretValue on ``secret``."""
+    roles: set[str] = set()
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            actions = actions if isinstance(actions, list) else [actions]
+            if "secretsmanager:GetSecretValue" in actions and secret in json.dumps(
+                statement["Resource"]
+            ):
+                roles |= {_ref(r) for r in policy["Properties"]["Roles"] if isinstance(r, dict)}
+    return roles
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_the_cache_user_has_engrams_acl_on_its_prefix(stage: str, synth_cache: Any) -> None:
+    synth: Synthesized = synth_cache(stage)
+    users = {
+        u["Properties"]["UserName"]: u["Properties"]
+        for u in synth.resources("AWS::ElastiCache::User", "Data").values()
+    }
+    prefix = Settings.model_fields["redis_key_prefix"].default
+    engram = users["engram"]
+    assert engram["AccessString"] == access_string(prefix)
+    assert "+@all" not in engram["AccessString"]
+    assert "~*" not in engram["AccessString"].split()
+    assert users["default"]["AccessString"] == "off -@all"
+    # every function speaking to the cache uses the prefix the ACL grants
+    for fn in _lambdas(synth).values():
+        variables = _variables(fn)
+        if "ENGRAM_REDIS_URL" in variables:
+            assert variables["ENGRAM_REDIS_KEY_PREFIX"] == prefix
