@@ -68,6 +68,7 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
         data=DataEndpoints(
             database_url=data.database_url,
             database_secret=data.database_secret,
+            database_app_secret=data.database_app_secret,
             database_cluster=data.cluster,
             proxy=data.proxy,
             redis_url=data.redis_url,

@@ -26,6 +26,8 @@ from infra.stacks.network import APP_SUBNETS
 POSTGRES_PORT = 5432
 CACHE_PORTS = (6379, 6380)  # serverless: primary and reader endpoints
 DATABASE_NAME = "engram"
+DATABASE_APP_USER = "engram_service"
+"""The functions' login role (``engram.adapters.postgres.login_role``; never the master)."""
 CACHE_USER = "engram"
 CACHE_KEY_PREFIX: str = Settings.model_fields["redis_key_prefix"].default
 """The prefix of every key Engram writes: its cache user may touch keys under it only."""
@@ -125,9 +127,33 @@ class DataStack(Stack):
             vpc_subnets=subnets,
         )
 
+        # The service's own login role (created by the migration from this secret; no
+        # superuser, no BYPASSRLS, member of engram_app): the functions log in as it through
+        # the proxy, and only the migration uses the master secret. It rotates like the
+        # master, every 30 days, by the single-user function (the role sets its own password).
+        self.database_app_secret = rds.DatabaseSecret(
+            self,
+            "DatabaseAppSecret",
+            username=DATABASE_APP_USER,
+            dbname=DATABASE_NAME,
+        ).attach(self.cluster)
+        secretsmanager.SecretRotation(
+            self,
+            "DatabaseAppRotation",
+            application=secretsmanager.SecretRotationApplication.POSTGRES_ROTATION_SINGLE_USER,
+            secret=self.database_app_secret,
+            target=self.cluster,
+            vpc=vpc,
+            vpc_subnets=subnets,
+            security_group=rotation_sg,
+            automatically_after=Duration.days(30),
+            # the role exists once the migration (Service stack) ran: no rotation at creation
+            rotate_immediately_on_update=False,
+        )
+
         self.proxy = self.cluster.add_proxy(
             "Proxy",
-            secrets=[self.database_secret],
+            secrets=[self.database_secret, self.database_app_secret],
             vpc=vpc,
             vpc_subnets=subnets,
             security_groups=[proxy_sg],

@@ -117,7 +117,8 @@ class DataEndpoints:
     """What the service needs from the data stack."""
 
     database_url: str
-    database_secret: secretsmanager.ISecret
+    database_secret: secretsmanager.ISecret  # the master user's: the migration only
+    database_app_secret: secretsmanager.ISecret  # the login role's: every function
     database_cluster: rds.DatabaseCluster
     proxy: rds.DatabaseProxy
     redis_url: str
@@ -322,7 +323,7 @@ class ServiceStack(Stack):
         }
         database_env = {
             "ENGRAM_DATABASE_URL": data.database_url,
-            "ENGRAM_DATABASE_SECRET_ARN": data.database_secret.secret_arn,
+            "ENGRAM_DATABASE_SECRET_ARN": data.database_app_secret.secret_arn,
         }
         queue_env = {
             "ENGRAM_INGEST_QUEUE_URL": self.ingest.queue.queue_url,
@@ -435,9 +436,16 @@ class ServiceStack(Stack):
         migrate = make(
             migrate_function(repo_root),
             FunctionConfig(memory_mb=512, timeout_s=config.migration_timeout_s),
-            {**base_env, **database_env},
+            {
+                **base_env,
+                "ENGRAM_DATABASE_URL": data.database_url,
+                # the master logs in to migrate and to create or update the login role
+                "ENGRAM_DATABASE_SECRET_ARN": data.database_secret.secret_arn,
+                "ENGRAM_DATABASE_APP_SECRET_ARN": data.database_app_secret.secret_arn,
+            },
         ).function
         data.database_secret.grant_read(migrate)
+        data.database_app_secret.grant_read(migrate)
         self.migration = triggers.Trigger(
             self,
             "MigrateOnDeploy",
@@ -566,7 +574,7 @@ class ServiceStack(Stack):
         if name in REDIS_USERS:
             data.cache_secret.grant_read(fn)
         if name in DATABASE_USERS:
-            data.database_secret.grant_read(fn)
+            data.database_app_secret.grant_read(fn)
         if name in CURSOR_SIGNERS:
             self.cursor_key.grant_read(fn)
         if name in INGEST_SENDERS:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from infra.config import LAMBDA_FUNCTIONS, STAGES
-from infra.stacks.service import REDIS_USERS
+from infra.stacks.data import DATABASE_APP_USER
+from infra.stacks.service import DATABASE_USERS, REDIS_USERS
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 
@@ -120,11 +121,19 @@ def _secret_readers(synth: Synthesized, secret: str) -> set[str]:
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"]
             actions = actions if isinstance(actions, list) else [actions]
-            if "secretsmanager:GetSecretValue" in actions and secret in json.dumps(
-                statement["Resource"]
-            ):
+            resources = statement["Resource"]
+            resources = resources if isinstance(resources, list) else [resources]
+            if "secretsmanager:GetSecretValue" in actions and secret in {
+                _secret_id(synth, r) for r in resources if _points_at_a_secret(synth, r)
+            }:
                 roles |= {_ref(r) for r in policy["Properties"]["Roles"] if isinstance(r, dict)}
     return roles
+
+
+def _points_at_a_secret(synth: Synthesized, value: Any) -> bool:
+    if not isinstance(value, dict) or not {"Ref", "Fn::GetAtt", "Fn::ImportValue"} & set(value):
+        return False
+    return _target(synth, value)[1]["Type"] in SECRET_REFS
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
@@ -145,3 +154,73 @@ def test_the_cache_user_has_engrams_acl_on_its_prefix(stage: str, synth_cache: A
         variables = _variables(fn)
         if "ENGRAM_REDIS_URL" in variables:
             assert variables["ENGRAM_REDIS_KEY_PREFIX"] == prefix
+
+
+# --- the database: the app role's secret for the functions, the master for the migration ----
+
+
+def _secret_id(synth: Synthesized, value: Any) -> str:
+    """The logical id of the secret a Ref points at (through its attachment, if attached)."""
+    logical_id, resource = _target(synth, value)
+    if resource["Type"] == "AWS::SecretsManager::SecretTargetAttachment":
+        return _ref(resource["Properties"]["SecretId"])
+    assert resource["Type"] == SECRET_TYPE, logical_id
+    return logical_id
+
+
+def _generated_username(synth: Synthesized, secret: str) -> str:
+    resource = synth.resources(SECRET_TYPE, "Data")[secret]
+    template = resource["Properties"]["GenerateSecretString"]["SecretStringTemplate"]
+    return str(json.loads(template)["username"])
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_functions_log_in_as_the_app_role_and_only_the_migration_as_the_master(
+    stage: str, synth_cache: Any
+) -> None:
+    synth: Synthesized = synth_cache(stage)
+    (cluster,) = synth.resources("AWS::RDS::DBCluster", "Data").values()
+    master = _secret_id(synth, {"Ref": _master_secret_ref(cluster)})
+    (proxy,) = synth.resources("AWS::RDS::DBProxy", "Data").values()
+    registered = {_secret_id(synth, auth["SecretArn"]) for auth in proxy["Properties"]["Auth"]}
+    assert master in registered  # the migration logs in through the proxy too
+    (app,) = registered - {master}
+    assert _generated_username(synth, app) == DATABASE_APP_USER
+    assert _generated_username(synth, master) != DATABASE_APP_USER
+
+    migrations = 0
+    for fn in _lambdas(synth).values():
+        variables = _variables(fn)
+        if "ENGRAM_DATABASE_SECRET_ARN" not in variables:
+            continue
+        role = _ref(fn["Properties"]["Role"])
+        logs_in_as = _secret_id(synth, variables["ENGRAM_DATABASE_SECRET_ARN"])
+        if fn["Properties"]["Handler"] == "engram_migrate.handler.handler":
+            migrations += 1
+            assert logs_in_as == master
+            assert _secret_id(synth, variables["ENGRAM_DATABASE_APP_SECRET_ARN"]) == app
+            assert role in _secret_readers(synth, app)
+        else:
+            assert _handler_name(fn) in DATABASE_USERS
+            assert logs_in_as == app
+            assert "ENGRAM_DATABASE_APP_SECRET_ARN" not in variables
+            assert role not in _secret_readers(synth, master)
+            assert role in _secret_readers(synth, app)
+    assert migrations == 1
+
+    # the app role's password rotates as the master's does, every 30 days
+    schedules = {
+        _secret_id(synth, s["Properties"]["SecretId"]): s["Properties"]
+        for s in synth.resources("AWS::SecretsManager::RotationSchedule", "Data").values()
+    }
+    assert schedules[app]["RotationRules"]["ScheduleExpression"] == "rate(30 days)"
+    assert schedules[master]["RotationRules"]["ScheduleExpression"] == "rate(30 days)"
+    # the role exists once the migration ran (Service stack): its first rotation is scheduled
+    assert schedules[app]["RotateImmediatelyOnUpdate"] is False
+
+
+def _master_secret_ref(cluster: dict[str, Any]) -> str:
+    """The secret of the cluster's master password (a dynamic reference in the cluster)."""
+    _, parts = cluster["Properties"]["MasterUserPassword"]["Fn::Join"]
+    (secret,) = [_ref(part) for part in parts if isinstance(part, dict)]
+    return secret

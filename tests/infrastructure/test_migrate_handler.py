@@ -21,8 +21,10 @@ from tests.infrastructure.bundles import HOST, import_in_bundle
 from tests.support.faultproxy import FaultProxy
 from tests.support.services import EmbeddedPostgres
 
+from engram import settings as settings_module
 from engram.adapters.postgres import migrate
 from engram.local.lambda_context import FakeLambdaContext
+from engram.settings import Settings
 
 pytestmark = pytest.mark.infrastructure
 
@@ -30,16 +32,22 @@ ENV = {
     "ENGRAM_DATABASE_URL": "postgresql://proxy.example:5432/engram?sslmode=require",
     "ENGRAM_DATABASE_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:engram/prod/db",
 }
+APP_SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:1:secret:engram/prod/app"
 
 
 class FakeSecrets:
-    def __init__(self, secret: dict[str, str]) -> None:
+    """One secret for every id, or one per id (``by_id``)."""
+
+    def __init__(
+        self, secret: dict[str, str], by_id: dict[str, dict[str, str]] | None = None
+    ) -> None:
         self.secret = secret
+        self.by_id = by_id or {}
         self.asked: list[str] = []
 
     def get_secret_value(self, *, SecretId: str) -> Mapping[str, Any]:  # noqa: N803
         self.asked.append(SecretId)
-        return {"SecretString": json.dumps(self.secret)}
+        return {"SecretString": json.dumps(self.by_id.get(SecretId, self.secret))}
 
 
 def context(remaining_s: float) -> FakeLambdaContext:
@@ -176,10 +184,15 @@ def fake_apply(monkeypatch: pytest.MonkeyPatch) -> FakeApply:
     fake = FakeApply()
     module = types.ModuleType("engram.adapters.postgres.migrate")
     module.apply_migrations_retrying = fake  # type: ignore[attr-defined]
+    module.app_login = migrate.app_login  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "engram.adapters.postgres.migrate", module)
-    monkeypatch.setattr(
-        migrate_handler, "_secrets_client", lambda: FakeSecrets({"username": "u", "password": "p"})
+    secrets = FakeSecrets(
+        {"username": "u", "password": "p"},
+        {APP_SECRET_ARN: {"username": "engram_service", "password": "app-pass"}},
     )
+    monkeypatch.setattr(migrate_handler, "_secrets_client", lambda: secrets)
+    # the handler reads its settings when invoked (not the cached ones of another test)
+    monkeypatch.setattr(settings_module, "get_settings", Settings)
     for key, value in ENV.items():
         monkeypatch.setenv(key, value)
     return fake
@@ -194,6 +207,18 @@ def test_handler_migrates_through_the_proxy_within_its_time(fake_apply: FakeAppl
     (call,) = fake_apply.calls
     assert call["url"] == "postgresql://u:p@proxy.example:5432/engram?sslmode=require"
     assert 0 < call["wait_s"] <= 300 - migrate_handler.MARGIN_S
+    assert call["login_role"] is None  # no app secret: no login role
+
+
+def test_handler_creates_the_login_role_from_the_app_secret(
+    fake_apply: FakeApply, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The master's credentials migrate; the app secret's become the service's login role."""
+    monkeypatch.setenv("ENGRAM_DATABASE_APP_SECRET_ARN", APP_SECRET_ARN)
+    migrate_handler.handler({}, context(300))
+    (call,) = fake_apply.calls
+    assert call["url"] == "postgresql://u:p@proxy.example:5432/engram?sslmode=require"
+    assert call["login_role"] == ("engram_service", "app-pass")
 
 
 def test_a_failed_migration_fails_the_deployment(fake_apply: FakeApply) -> None:

@@ -2,8 +2,11 @@
 
 It runs the same code as ``engram migrate`` (``engram.adapters.postgres.migrate``) against the
 database behind the RDS Proxy: ``ENGRAM_DATABASE_URL`` names the proxy (no credentials) and
-``ENGRAM_DATABASE_SECRET_ARN`` the Secrets Manager secret holding them, read at run time (the
-secret rotates, so credentials are never baked into the environment).
+``ENGRAM_DATABASE_SECRET_ARN`` the Secrets Manager secret holding them (the master user's), read
+at run time (the secret rotates, so credentials are never baked into the environment). With
+``ENGRAM_DATABASE_APP_SECRET_ARN`` it then creates, or updates, the service's login role from
+that secret (its ``username`` and current ``password``), so the role the functions log in as
+always matches its secret.
 
 On a first deploy the proxy's targets can take minutes to become available after the data
 stack is complete, so connecting is retried with backoff for as long as the invocation has
@@ -56,7 +59,8 @@ def wait_budget_s(context: Any) -> float:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     env = dict(os.environ)
-    secrets = _secrets_client() if env.get("ENGRAM_DATABASE_SECRET_ARN") else None
+    named = ("ENGRAM_DATABASE_SECRET_ARN", "ENGRAM_DATABASE_APP_SECRET_ARN")
+    secrets = _secrets_client() if any(env.get(name) for name in named) else None
     migrate = importlib.import_module("engram.adapters.postgres.migrate")
     settings = importlib.import_module("engram.settings").get_settings()
     psycopg = importlib.import_module("psycopg")
@@ -66,6 +70,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             embedding_dimensions=settings.embedding_dimensions,
             wait_s=wait_budget_s(context),
             connect_timeout_s=settings.database_connect_timeout_s,
+            login_role=migrate.app_login(settings, secrets),
         )
     except psycopg.Error as exc:
         raise MigrationFailed(f"engram migrate failed: {exc}") from exc

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import psycopg
@@ -36,6 +37,9 @@ import psycopg
 from engram.adapters.postgres import pgvector
 from engram.adapters.postgres.login_role import ensure_login_role
 from engram.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from engram.adapters.secrets import SecretsClient
 
 LOCK_KEY = 0x656E6772616D  # "engram"
 _log = logging.getLogger("engram.migrate")
@@ -187,14 +191,15 @@ def apply_migrations_retrying(
         return Migrated(applied, attempt)
 
 
-def app_login(settings: Settings) -> tuple[str, str] | None:
-    """(username, password) of ``Settings.database_app_secret_arn``; None without it."""
+def app_login(settings: Settings, secrets: SecretsClient | None = None) -> tuple[str, str] | None:
+    """(username, password) of ``Settings.database_app_secret_arn`` (read with ``secrets``, else
+    a client of the settings' region); None without it."""
     if not settings.database_app_secret_arn:
         return None
     from engram.adapters.secrets import read_login, secrets_client
 
     arn = settings.database_app_secret_arn
-    username, password = read_login(arn, secrets_client(settings.aws_region))
+    username, password = read_login(arn, secrets or secrets_client(settings.aws_region))
     if not username:
         raise ValueError("ENGRAM_DATABASE_APP_SECRET_ARN: the secret names no username")
     return username, password
