@@ -4,14 +4,18 @@ Every difference between ``dev``, ``staging`` and ``prod`` is a *value* of :clas
 the stacks read values and never branch on the stage name. A stage is chosen with
 ``cdk synth -c stage=<name>`` (``make synth STAGE=<name>``).
 
-This module imports no CDK code so it can be validated and unit-tested cheaply.
+This module imports no CDK code (only Engram's own settings and Bedrock ids, which connect to
+nothing) so it can be validated and unit-tested cheaply.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engram.bedrock_ids import parse_model_id
+from engram.settings import Settings
 
 LAMBDA_FUNCTIONS: tuple[str, ...] = (
     "ingest",
@@ -144,8 +148,11 @@ class StageConfig(BaseModel):
     embedder: Literal["none", "bedrock"] = "bedrock"
     embedding_dimensions: int = Field(default=1024, ge=2, le=16_000)
     extractor: Literal["rules", "bedrock"] = "bedrock"
-    bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    bedrock_extraction_model_id: str = "anthropic.claude-3-5-haiku-20241022-v1:0"
+    # Model or cross-region inference profile ids (``us.``/``eu.``/… in front), as the
+    # settings take them; the defaults are the settings' own. Claude is invoked through a
+    # profile in most regions: a stage outside the US names its geography's profile.
+    bedrock_embedding_model_id: str = Settings.model_fields["bedrock_embedding_model_id"].default
+    bedrock_extraction_model_id: str = Settings.model_fields["bedrock_extraction_model_id"].default
     log_level: str = "INFO"
     tracing: bool = True
     # --- monitoring ----------------------------------------------------------------------
@@ -171,6 +178,12 @@ class StageConfig(BaseModel):
     alarm_cache_throttled_commands: int = Field(
         default=1, ge=1, description="ElastiCache ThrottledCmds per 5 minutes."
     )
+
+    @field_validator("bedrock_embedding_model_id", "bedrock_extraction_model_id")
+    @classmethod
+    def _bedrock_model_id(cls, value: str) -> str:
+        parse_model_id(value)
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> StageConfig:

@@ -31,6 +31,8 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
+from engram.bedrock_ids import ACTIONS as BEDROCK_ACTIONS
+from engram.bedrock_ids import invoke_grants
 from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
 from infra.config import LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
 from infra.constructs.common import log_retention, removal_policy
@@ -583,17 +585,35 @@ class ServiceStack(Stack):
             self.extraction.queue.grant_send_messages(fn)
         if name in EXTRACTION_DEAD_LETTERERS:
             self.extraction.dlq.grant_send_messages(fn)
-        models = bedrock_models(self.config)
-        if name in BEDROCK_USERS and models:
+        if name in BEDROCK_USERS:
+            for model in bedrock_models(self.config):
+                self._grant_bedrock(fn, model)
+
+    def _grant_bedrock(self, fn: lambda_.Function, model_id: str) -> None:
+        """InvokeModel on a foundation model in this region; or on an inference profile and,
+        through that profile only, on its foundation model in every region it routes to
+        (``engram.bedrock_ids.invoke_grants``)."""
+        grants = invoke_grants(
+            model_id, partition=Aws.PARTITION, region=Aws.REGION, account=Aws.ACCOUNT_ID
+        )
+        for grant in grants:
             fn.add_to_role_policy(
                 iam.PolicyStatement(
-                    actions=["bedrock:InvokeModel"],
-                    resources=[
-                        f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model}"
-                        for model in models
-                    ],
+                    actions=list(BEDROCK_ACTIONS),
+                    resources=list(grant.resources),
+                    conditions=dict(grant.condition) if grant.condition else None,
                 )
             )
+            routed = [r for r in grant.resources if ":bedrock:*:" in r]
+            for resource in routed:
+                finding = resource.replace(Aws.PARTITION, "<AWS::Partition>")
+                acknowledge(
+                    fn,
+                    f"AwsSolutions-IAM5[Resource::{finding}]",
+                    "A cross-region inference profile routes each request to its foundation "
+                    "model in any region of its geography, so the model is granted in every "
+                    "region, and only through this profile (bedrock:InferenceProfileArn).",
+                )
 
     def _acknowledge(self) -> None:
         """Findings accepted on purpose, each with its reason (cdk-nag AwsSolutions)."""
