@@ -73,6 +73,7 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
             proxy=data.proxy,
             redis_url=data.redis_url,
             cache_key_prefix=data.cache_key_prefix,
+            cache_user_id=data.cache_user_id,
             cache_secret=data.cache_secret,
         ),
         description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",

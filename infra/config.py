@@ -127,6 +127,13 @@ class StageConfig(BaseModel):
     # --- schedules -----------------------------------------------------------------------
     maintenance_every_minutes: int = Field(default=5, ge=1, le=1440)
     daily_sweep_hour_utc: int = Field(default=3, ge=0, le=23)
+    cache_rotation_days: int = Field(
+        default=30,
+        ge=1,
+        le=365,
+        description="Days between rotations of the cache password (the first runs when the "
+        "schedule is created).",
+    )
     # --- API -----------------------------------------------------------------------------
     api_throttle_rate: float = Field(default=50, gt=0)
     api_throttle_burst: int = Field(default=100, ge=1)

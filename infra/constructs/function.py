@@ -40,7 +40,10 @@ class EngramFunction(Construct):
         retain_logs: bool,
         tracing: bool,
         function_name: str,
+        wildcard_reason: str | None = None,
     ) -> None:
+        """``wildcard_reason``: why this function's ``Resource: *`` grants are needed, when it
+        has more than X-Ray's."""
         super().__init__(scope, id)
         self.log_group = logs.LogGroup(
             self,
@@ -76,7 +79,8 @@ class EngramFunction(Construct):
         acknowledge(
             self,
             "AwsSolutions-IAM5[Resource::*]",
-            "Only X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "
+            wildcard_reason
+            or "Only X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "
             "Resource '*': X-Ray has no resource-level permissions. Every data grant is scoped "
             "to a queue, secret or model ARN.",
         )

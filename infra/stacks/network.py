@@ -22,6 +22,8 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
+    # the ElastiCache API: the cache rotation function sets the user's passwords (ModifyUser)
+    "ElastiCache": ec2.InterfaceVpcEndpointAwsService.ELASTICACHE,
 }
 BEDROCK_ENDPOINT = ("BedrockRuntime", ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME)
 """Only in stages whose embedder or extractor is Bedrock (``StageConfig.uses_bedrock``)."""

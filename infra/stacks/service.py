@@ -107,6 +107,10 @@ EXTRACTION_SENDERS = frozenset({"ingest"})
 EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
 CURSOR_SIGNERS = frozenset({"memories"})  # review cursors: GET /v1/review
 
+CACHE_ROTATION_TIMEOUT_S = 900
+"""One rotation step may wait for the ElastiCache user to be active before and after
+ModifyUser (minutes at most); a step that times out is retried by Secrets Manager."""
+
 SCHEDULES: dict[str, str] = {
     "MaintenanceFrequent": "frequent",  # extraction drain, pruning
     "MaintenanceDaily": "daily",  # decay sweep of idle identities, retention policies
@@ -125,6 +129,7 @@ class DataEndpoints:
     proxy: rds.DatabaseProxy
     redis_url: str
     cache_key_prefix: str
+    cache_user_id: str
     cache_secret: secretsmanager.ISecret
 
 
@@ -345,7 +350,12 @@ class ServiceStack(Stack):
                 env["ENGRAM_EXTRACTION_MAX_RECEIVES"] = str(config.max_receive_count)
             return env
 
-        def make(spec: FunctionSpec, sizing: FunctionConfig, env: Mapping[str, str]) -> Any:
+        def make(
+            spec: FunctionSpec,
+            sizing: FunctionConfig,
+            env: Mapping[str, str],
+            wildcard_reason: str | None = None,
+        ) -> Any:
             return EngramFunction(
                 self,
                 _pascal(spec.name),
@@ -360,6 +370,7 @@ class ServiceStack(Stack):
                 retain_logs=config.retain_logs,
                 tracing=config.tracing,
                 function_name=f"engram-{config.name}-{spec.name.replace('_', '-')}",
+                wildcard_reason=wildcard_reason,
             )
 
         self.functions: dict[str, lambda_.Function] = {}
@@ -458,6 +469,43 @@ class ServiceStack(Stack):
             timeout=Duration.seconds(config.migration_timeout_s),
         )
         self.migrate_function = migrate
+
+        # --- rotation of the cache password ------------------------------------------------
+        # Secrets Manager invokes this function for each step of a rotation of the cache secret
+        # (engram.adapters.cache_rotation): the ElastiCache user holds the current and the
+        # pending password while the secret switches, then only the new one; the functions
+        # read the secret again when refused. No deploy is part of a rotation.
+        rotation = make(
+            app_function("rotate_cache", repo_root),
+            FunctionConfig(memory_mb=256, timeout_s=CACHE_ROTATION_TIMEOUT_S),
+            {
+                **base_env,
+                **{k: v for k, v in redis_env.items() if k != "ENGRAM_REDIS_SECRET_ARN"},
+                "ENGRAM_REDIS_USER_ID": data.cache_user_id,
+            },
+            wildcard_reason="X-Ray tracing and secretsmanager:GetRandomPassword (the rotation's "
+            "new password) use Resource '*': neither has resource-level permissions. The "
+            "secret and the ElastiCache user are granted by ARN.",
+        ).function
+        rotation.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["elasticache:DescribeUsers", "elasticache:ModifyUser"],
+                resources=[
+                    f"arn:{Aws.PARTITION}:elasticache:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+                    f":user:{data.cache_user_id}"
+                ],
+            )
+        )
+        # The schedule grants the function the secret's rotation actions and lets Secrets
+        # Manager invoke it; the first rotation runs when the schedule is created.
+        secretsmanager.RotationSchedule(
+            self,
+            "CacheSecretRotation",
+            secret=data.cache_secret,
+            rotation_lambda=rotation,
+            automatically_after=Duration.days(config.cache_rotation_days),
+        )
+        self.cache_rotation_function = rotation
 
         # --- HTTP API ----------------------------------------------------------------------
         issuer = f"https://cognito-idp.{Aws.REGION}.amazonaws.com/{self.user_pool.user_pool_id}"

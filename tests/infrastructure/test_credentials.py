@@ -224,3 +224,95 @@ def _master_secret_ref(cluster: dict[str, Any]) -> str:
     _, parts = cluster["Properties"]["MasterUserPassword"]["Fn::Join"]
     (secret,) = [_ref(part) for part in parts if isinstance(part, dict)]
     return secret
+
+
+# --- the cache password rotates on a schedule, by Engram's rotation function ----------------
+
+
+def _actions_on(synth: Synthesized, role: str, predicate: Any) -> set[str]:
+    found: set[str] = set()
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        if role not in {_ref(r) for r in policy["Properties"]["Roles"] if isinstance(r, dict)}:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"]
+            resources = resources if isinstance(resources, list) else [resources]
+            if any(predicate(r) for r in resources):
+                actions = statement["Action"]
+                found |= set(actions if isinstance(actions, list) else [actions])
+    return found
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_the_cache_secret_rotates_on_a_schedule_by_the_rotation_function(
+    stage: str, synth_cache: Any
+) -> None:
+    synth: Synthesized = synth_cache(stage)
+    (cache_secret,) = [k for k in synth.resources(SECRET_TYPE, "Data") if k.startswith("Cache")]
+    (app_user,) = [
+        k
+        for k, u in synth.resources("AWS::ElastiCache::User", "Data").items()
+        if u["Properties"]["UserName"] == "engram"
+    ]
+    schedules = [
+        s["Properties"]
+        for s in synth.resources("AWS::SecretsManager::RotationSchedule").values()
+        if _secret_id(synth, s["Properties"]["SecretId"]) == cache_secret
+    ]
+    (schedule,) = schedules
+    days = STAGES[stage].cache_rotation_days
+    assert schedule["RotationRules"]["ScheduleExpression"] == f"rate({days} days)"
+    function_id, fn = _target(synth, schedule["RotationLambdaARN"])
+    assert fn["Properties"]["Handler"] == "functions.rotate_cache.handler.handler"
+
+    # Secrets Manager may invoke it
+    permissions = [
+        p["Properties"]
+        for p in synth.resources("AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "secretsmanager.amazonaws.com"
+    ]
+    assert [p for p in permissions if _ref(p["FunctionName"]) == function_id]
+
+    # it knows the user and the cache, but holds no password
+    variables = _variables(fn)
+    assert _target(synth, variables["ENGRAM_REDIS_USER_ID"])[0] == app_user
+    assert variables["ENGRAM_REDIS_CLUSTER"] == "true"
+    assert "ENGRAM_REDIS_URL" in variables
+    assert not [name for name in variables if "PASSWORD" in name or "SECRET" in name]
+    assert "VpcConfig" in fn["Properties"]  # it tests the pending password against the cache
+
+    role = _ref(fn["Properties"]["Role"])
+
+    def on_secret(resource: Any) -> bool:
+        return _points_at_a_secret(synth, resource) and _secret_id(synth, resource) == (
+            cache_secret
+        )
+
+    def on_user(resource: Any) -> bool:
+        text = json.dumps(resource)
+        return ":user:" in text and app_user in text
+
+    assert {
+        "secretsmanager:DescribeSecret",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:UpdateSecretVersionStage",
+    } <= _actions_on(synth, role, on_secret)
+    assert _actions_on(synth, role, on_user) == {
+        "elasticache:DescribeUsers",
+        "elasticache:ModifyUser",
+    }
+    # nothing else may change the secret or the user
+    for other in _lambdas(synth).values():
+        other_role = _ref(other["Properties"]["Role"])
+        if other_role == role:
+            continue
+        assert not _actions_on(synth, other_role, on_user)
+        assert "secretsmanager:PutSecretValue" not in _actions_on(synth, other_role, on_secret)
+
+    # the ElastiCache API is reachable from the isolated subnets
+    services = [
+        json.dumps(e["Properties"]["ServiceName"])
+        for e in synth.resources("AWS::EC2::VPCEndpoint", "Network").values()
+    ]
+    assert [s for s in services if s.endswith('.elasticache"]]}')]

@@ -395,7 +395,7 @@ def test_lambdas_run_in_isolated_private_subnets_with_the_functions_group(
     prod: Synthesized,
 ) -> None:
     functions = _engram_functions(prod)
-    assert len(functions) == len(LAMBDA_FUNCTIONS) + 1  # + the migration
+    assert len(functions) == len(LAMBDA_FUNCTIONS) + 2  # + the migration, the cache rotation
     groups: set[tuple[str, str]] = set()
     for fn in functions.values():
         vpc = fn["Properties"]["VpcConfig"]
