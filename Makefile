@@ -40,7 +40,7 @@ format: setup
 	$(UV) run ruff check --fix .
 
 typecheck: setup
-	$(UV) run mypy shared/engram functions infra
+	$(UV) run mypy shared/engram functions infra clients/python/src/engram_client
 
 bench: setup ## measured against floors of the same machine; results in bench/results/
 	$(UV) run python -m bench

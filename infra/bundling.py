@@ -2,8 +2,9 @@
 
 Two kinds of asset:
 
-* a **function asset** per Lambda: ``shared/engram`` (as the top-level package ``engram``) plus
-  the function's own folder at the same import path it has in the repository
+* a **function asset** per Lambda: ``shared/engram`` (as the top-level package ``engram``) and
+  the Python client ``clients/python/src/engram_client`` (a workspace member, so not in the
+  layer), plus the function's own folder at the same import path it has in the repository
   (``functions/<name>/`` -> handler ``functions.<name>.handler.handler``). Its asset hash is a
   custom hash of exactly those files, so it changes when ``shared/engram`` or that function
   changes, and only then.
@@ -38,6 +39,9 @@ REPO_ROOT = Path(__file__).absolute().parent.parent
 
 BUNDLE_FORMAT = "engram-bundle-v1"
 """Part of every hash; bump it when the layout of a bundle changes."""
+
+CLIENT_PACKAGE = Path("clients/python/src/engram_client")
+"""The client distribution's package, bundled from source like ``shared/engram``."""
 
 _SKIP_DIRS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -91,6 +95,9 @@ def app_function(name: str, repo_root: Path = REPO_ROOT) -> FunctionSpec:
     if package_init.is_file():
         sources.append(Source(package_init, "functions/__init__.py"))
     sources.append(Source(repo_root / "shared" / "engram", "engram"))
+    client = repo_root / CLIENT_PACKAGE
+    if client.is_dir():
+        sources.append(Source(client, "engram_client"))
     return FunctionSpec(name, tuple(sources), f"functions.{name}.handler.handler")
 
 
@@ -140,11 +147,17 @@ def source_hash(spec: FunctionSpec) -> str:
 
 
 def dependencies_hash(repo_root: Path = REPO_ROOT, platform: Platform = LAMBDA_PLATFORM) -> str:
-    """sha256 of the lock, the project's dependency declaration and the target platform."""
+    """sha256 of the lock, the workspace's dependency declarations and the target platform."""
     digest = hashlib.sha256(BUNDLE_FORMAT.encode())
     digest.update(platform.key.encode())
-    for name in ("uv.lock", "pyproject.toml"):
-        digest.update(b"\0" + name.encode() + b"\0" + (repo_root / name).read_bytes())
+    client = CLIENT_PACKAGE.parent.parent / "pyproject.toml"
+    names: list[str | Path] = [
+        "uv.lock",
+        "pyproject.toml",
+        *([client] if (repo_root / client).is_file() else []),
+    ]
+    for name in names:
+        digest.update(b"\0" + str(name).encode() + b"\0" + (repo_root / name).read_bytes())
     return digest.hexdigest()
 
 
@@ -175,14 +188,15 @@ def _uv() -> list[str]:
 
 
 def export_requirements(repo_root: Path = REPO_ROOT) -> str:
-    """The runtime requirements pinned by ``uv.lock`` (no dev/cdk/bench groups, no project)."""
+    """The runtime requirements pinned by ``uv.lock`` (no dev/cdk/bench groups, no workspace
+    member: their code is in the function assets, their dependencies are listed)."""
     result = subprocess.run(  # noqa: S603 - fixed argv, no shell
         [
             *_uv(),
             "export",
             "--frozen",
             "--no-hashes",
-            "--no-emit-project",
+            "--no-emit-workspace",
             "--no-default-groups",
             "--no-dev",
             "--no-header",

@@ -220,7 +220,7 @@ def pending_from_transcript(
     here) runs the rule-based extractor and proposes it for review."""
     alice = service.user_client(tenant.user, tenant.team)
     queued = alice.send_transcript(conversation, [{"role": "user", "content": text}])
-    assert queued == {"queued": True, "conversationId": conversation, "messages": 1}
+    assert queued.to_json() == {"queued": True, "conversationId": conversation, "messages": 1}
     admin = service.user_client(tenant.admin, tenant.team, admin=True)
 
     def probe() -> dict[str, Any] | None:

@@ -290,7 +290,7 @@ def test_transcript_is_queued(service: LocalEngram, tenant: Tenant):
             {"role": "assistant", "content": "Nice to meet you, Alice."},
         ],
     )
-    assert queued == {"queued": True, "conversationId": "conv-1", "messages": 2}
+    assert queued.to_json() == {"queued": True, "conversationId": "conv-1", "messages": 2}
 
 
 def test_personas_and_team_memory_switch(service: LocalEngram, tenant: Tenant):
@@ -363,7 +363,7 @@ def test_export_holds_everything_about_the_caller(service: LocalEngram, tenant: 
     assert [(m["key"], m["value"]) for m in export["memories"]] == [("city", "Lyon")]
     assert "tool_affinity:get_account" in {f["subject"] for f in export["facts"]}
     assert export["checkpoint"] is not None
-    assert "Porto" not in json.dumps(export)
+    assert "Porto" not in json.dumps(export.to_json())
 
 
 def memory_rows(service: LocalEngram, team: str, user: str) -> int:

@@ -24,6 +24,11 @@ class EngramTransportError(EngramError):
     """The request did not get an HTTP response (connection refused, timeout...)."""
 
 
+class EngramResponseError(EngramError):
+    """A success status whose body is not what the operation answers (another service, or
+    a proxy, answered)."""
+
+
 class EngramAPIError(EngramError):
     """An error response: ``status`` and the body's ``error.code``/``message``/``details``."""
 

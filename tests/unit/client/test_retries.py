@@ -6,23 +6,22 @@ e2e tier.)"""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from tests.unit.client.bodies import Script, Step, respond
 
-from engram.client import (
+from engram_client import (
     DrainReport,
     EngramAPIError,
     EngramClient,
     EngramTransportError,
     RetryPolicy,
 )
-from engram.client._retry import retry_after_s
+from engram_client._retry import retry_after_s
 
 FAST = RetryPolicy(max_retries=3, backoff_s=0.001, max_backoff_s=0.004, max_elapsed_s=5)
-Step = Callable[[httpx.Request], httpx.Response]
 
 
 def answer(status: int, headers: dict[str, str] | None = None, **body: Any) -> Step:
@@ -32,6 +31,11 @@ def answer(status: int, headers: dict[str, str] | None = None, **body: Any) -> S
     return step
 
 
+def ok(request: httpx.Request) -> httpx.Response:
+    """The answer the service gives the request when all goes well."""
+    return respond(request)
+
+
 def fail(exc: type[httpx.TransportError]) -> Step:
     def step(request: httpx.Request) -> httpx.Response:
         raise exc("injected", request=request)
@@ -39,23 +43,7 @@ def fail(exc: type[httpx.TransportError]) -> Step:
     return step
 
 
-ACCEPTED = answer(202, accepted=1, ids=["o1"])
-
-
-class Script:
-    """Answers request n with steps[n] (the last step repeats); records every request."""
-
-    def __init__(self, *steps: Step) -> None:
-        self.steps = list(steps)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        step = self.steps[min(len(self.requests), len(self.steps)) - 1]
-        return step(request)
-
-    def keys(self) -> list[str | None]:
-        return [r.headers.get("idempotency-key") for r in self.requests]
+ACCEPTED = ok
 
 
 def client(script: Script, policy: RetryPolicy = FAST) -> EngramClient:
@@ -67,7 +55,7 @@ def client(script: Script, policy: RetryPolicy = FAST) -> EngramClient:
 def test_a_503_then_202_is_retried_with_the_same_key_and_the_next_request_gets_a_new_one() -> None:
     script = Script(answer(503), ACCEPTED, ACCEPTED)
     c = client(script)
-    assert c.post_events([{"kind": "query", "text": "q"}])["ids"] == ["o1"]
+    assert c.post_events([{"kind": "query", "text": "q"}]).ids == ["o1"]
     c.post_events([{"kind": "query", "text": "q"}])
     first, retry, second = script.keys()
     assert first is not None
@@ -78,7 +66,7 @@ def test_a_503_then_202_is_retried_with_the_same_key_and_the_next_request_gets_a
 
 
 def test_reads_carry_no_key_and_a_chosen_key_is_sent_as_given() -> None:
-    script = Script(answer(200, facts=[]), ACCEPTED)
+    script = Script(ok)
     c = client(script)
     c.facts()
     c.post_events([{"kind": "query", "text": "q"}], idempotency_key="turn-42")
@@ -96,8 +84,9 @@ def test_reads_carry_no_key_and_a_chosen_key_is_sent_as_given() -> None:
     ids=["429", "503", "connect-error", "connect-timeout"],
 )
 def test_what_the_service_surely_did_not_do_is_retried_for_any_method(first: Step) -> None:
-    script = Script(first, answer(201, key="k", value="v"))
-    assert client(script).save("k", "v") == {"key": "k", "value": "v"}
+    script = Script(first, ok)
+    saved = client(script).save("k", "v")
+    assert (saved.key, saved.value) == ("k", "v")
     assert len(script.requests) == 2
 
 
@@ -107,7 +96,7 @@ def test_what_the_service_surely_did_not_do_is_retried_for_any_method(first: Ste
 def test_what_the_service_may_have_done_is_retried_only_when_repeating_is_harmless(
     first: Step,
 ) -> None:
-    script = Script(first, answer(201, key="k", value="v"))
+    script = Script(first, ok)
     with pytest.raises((EngramAPIError, EngramTransportError)) as err:
         client(script).save("k", "v")  # a memory save is not repeatable
     assert (err.value.attempts, err.value.gave_up) == (1, False)
@@ -116,7 +105,7 @@ def test_what_the_service_may_have_done_is_retried_only_when_repeating_is_harmle
         lambda c: c.start_session(),
         lambda c: c.recall("q"),
     ):
-        script = Script(first, answer(200, ids=[], memories=[]))
+        script = Script(first, ok)
         call(client(script))
         assert len(script.requests) == 2
 

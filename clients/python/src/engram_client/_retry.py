@@ -22,19 +22,21 @@ last failure is then reported with ``gave_up=True``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
 
-from engram.client._errors import EngramTransportError
+from engram_client._errors import EngramTransportError
 
-_log = logging.getLogger("engram.client")
+_log = logging.getLogger("engram_client")
 
 RETRIED_STATUSES = frozenset({429, 503})
 REPEATABLE_STATUSES = frozenset({502, 504})
@@ -104,48 +106,107 @@ class Sent:
     gave_up: bool
 
 
+Failure = httpx.Response | httpx.HTTPError
+
+
+class Attempts:
+    """The retry decisions of one call, shared by the sync and the async loop: after each
+    attempt, ``wait_s`` says how long to wait before the next one, or ``None`` when the
+    answer is final; ``result`` turns the last answer into a ``Sent`` or raises."""
+
+    def __init__(
+        self,
+        what: str,
+        policy: RetryPolicy,
+        *,
+        repeatable: bool,
+        rng: random.Random,
+        on_retry: Callable[[], None] | None = None,
+    ) -> None:
+        self.what = what
+        self.policy = policy
+        self.repeatable = repeatable
+        self.rng = rng
+        self.on_retry = on_retry
+        self.started = time.monotonic()
+        self.attempts = 0
+        self.gave_up = False
+
+    def wait_s(self, failure: Failure) -> float | None:
+        self.attempts += 1
+        if not is_retried(failure, repeatable=self.repeatable):
+            return None
+        after = retry_after_s(failure) if isinstance(failure, httpx.Response) else None
+        delay = self.policy.delay_s(self.attempts - 1, after, self.rng)
+        in_budget = (
+            self.attempts <= self.policy.max_retries
+            and time.monotonic() - self.started + delay <= self.policy.max_elapsed_s
+        )
+        if not in_budget:
+            self.gave_up = True
+            return None
+        _log.debug("%s got %s; retry %d in %.1fs", self.what, _name(failure), self.attempts, delay)
+        return delay
+
+    def retrying(self) -> None:
+        """The wait is over and the next attempt starts."""
+        if self.on_retry is not None:
+            self.on_retry()
+
+    def result(self, failure: Failure, *, stopped: bool = False) -> Sent:
+        """The last answer (``stopped``: the client closed during the wait before a retry)."""
+        gave_up = self.gave_up or stopped
+        if isinstance(failure, httpx.Response):
+            return Sent(failure, self.attempts, gave_up=gave_up)
+        raise _transport_error(self.what, failure, self.attempts, gave_up=gave_up)
+
+
 def send_with_retries(
     send: Callable[[], httpx.Response],
+    attempts: Attempts,
     *,
-    what: str,
-    policy: RetryPolicy,
-    repeatable: bool,
-    rng: random.Random,
     stop: threading.Event,
-    on_retry: Callable[[], None] | None = None,
 ) -> Sent:
     """``send()`` until an answer is final or the policy's bounds are reached. Returns the
     last response; raises ``EngramTransportError`` when the last attempt got none."""
-    started = time.monotonic()
-    attempts = 0
     while True:
-        attempts += 1
-        failure: httpx.Response | httpx.HTTPError
+        failure: Failure
         try:
             failure = send()
         except httpx.HTTPError as exc:
             failure = exc
-        if not is_retried(failure, repeatable=repeatable):
-            if isinstance(failure, httpx.Response):
-                return Sent(failure, attempts, gave_up=False)
-            raise _transport_error(what, failure, attempts, gave_up=False)
-        after = retry_after_s(failure) if isinstance(failure, httpx.Response) else None
-        delay = policy.delay_s(attempts - 1, after, rng)
-        in_budget = (
-            attempts <= policy.max_retries
-            and time.monotonic() - started + delay <= policy.max_elapsed_s
-        )
-        if in_budget:
-            _log.debug("%s got %s; retry %d in %.1fs", what, _name(failure), attempts, delay)
-        if not in_budget or stop.wait(delay):
-            if isinstance(failure, httpx.Response):
-                return Sent(failure, attempts, gave_up=True)
-            raise _transport_error(what, failure, attempts, gave_up=True)
-        if on_retry is not None:
-            on_retry()
+        delay = attempts.wait_s(failure)
+        if delay is None:
+            return attempts.result(failure)
+        if stop.wait(delay):
+            return attempts.result(failure, stopped=True)
+        attempts.retrying()
 
 
-def _name(failure: httpx.Response | httpx.HTTPError) -> str:
+async def asend_with_retries(
+    send: Callable[[], Awaitable[httpx.Response]],
+    attempts: Attempts,
+    *,
+    stop: asyncio.Event,
+) -> Sent:
+    """``send_with_retries`` for the async client (waits with the event loop's clock)."""
+    while True:
+        failure: Failure
+        try:
+            failure = await send()
+        except httpx.HTTPError as exc:
+            failure = exc
+        delay = attempts.wait_s(failure)
+        if delay is None:
+            return attempts.result(failure)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return attempts.result(failure, stopped=True)
+        attempts.retrying()
+
+
+def _name(failure: Failure) -> str:
     if isinstance(failure, httpx.Response):
         return str(failure.status_code)
     return type(failure).__name__

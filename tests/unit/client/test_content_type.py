@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import httpx
+from tests.unit.client.bodies import respond
 
-from engram.client import EngramClient
+from engram_client import EngramClient
 
 
 def test_every_body_is_sent_as_application_json() -> None:
@@ -17,9 +18,7 @@ def test_every_body_is_sent_as_application_json() -> None:
         seen.append(
             (request.method, request.url.path, request.headers.get("content-type"), request.content)
         )
-        if request.method == "DELETE":
-            return httpx.Response(204)
-        return httpx.Response(200, json={"memories": [], "facts": [], "tools": []})
+        return respond(request)
 
     client = EngramClient("http://engram.test", "tok", transport=httpx.MockTransport(handler))
     client.start_session(query="q")
