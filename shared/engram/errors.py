@@ -73,6 +73,13 @@ class Conflict(EngramError):
     code = "conflict"
 
 
+class PreconditionFailed(EngramError):
+    """The object changed since the caller read it (an ``If-Match`` that no longer matches):
+    nothing was changed."""
+
+    code = "precondition_failed"
+
+
 class RateLimited(EngramError):
     code = "rate_limited"
 

@@ -46,10 +46,12 @@ MAX_GROUPS = 100
 #: ``maxResults`` of a recall, and its default.
 MAX_RECALL_RESULTS = 100
 DEFAULT_RECALL_RESULTS = 20
-#: ``limit`` of a review page, and its default.
-MAX_REVIEW_PAGE = 100
-DEFAULT_REVIEW_PAGE = 50
-#: A review ``cursor`` (the service signs what it issues; see ``engram.memories.cursors``).
+#: ``limit`` of one page of a listing (the review queue, the memory listing), and its default.
+MAX_PAGE = 100
+DEFAULT_PAGE = 50
+#: Ids of one bulk review.
+MAX_BULK_REVIEW_IDS = 100
+#: A page ``cursor`` (the service signs what it issues; see ``engram.memories.cursors``).
 MAX_CURSOR_CHARS = 256
 #: Retention rules, in days.
 MAX_RETENTION_DAYS = 36_500

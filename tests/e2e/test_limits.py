@@ -522,8 +522,8 @@ LIMITS: list[Limit] = [
         "review limit",
         "limit",
         lambda v: ("GET", f"/v1/review?limit={v}", None),
-        limits.MAX_REVIEW_PAGE,
-        limits.MAX_REVIEW_PAGE + 1,
+        limits.MAX_PAGE,
+        limits.MAX_PAGE + 1,
         200,
     ),
     Limit(

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from engram.clock import Clock, SystemClock
-from engram.errors import Conflict, InvalidInput, QuotaExceeded
+from engram.errors import Conflict, InvalidInput, PreconditionFailed, QuotaExceeded
 from engram.memories.lifecycle import (
     AuditStamp,
     Quotas,
@@ -22,6 +22,7 @@ from engram.memories.lifecycle import (
 from engram.memories.models import (
     ERASED_ACTOR,
     LIVE_STATUSES,
+    PROPOSAL_STATUSES,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -73,6 +74,33 @@ def _suppression_user(k: _SuppressionKey) -> str | None:
     """The user a suppression is about (as ``subject_user``; persona rows: none)."""
     _, scope, owner, user, _ = k
     return owner if scope is Scope.USER else (user or None)
+
+
+def _listed(r: Memory, flt: MemoryFilter) -> bool:
+    """The listing rules of ``MemoryFilter`` beyond equality: an admin's view of other users'
+    ``user`` rows, a user's view of persona proposals, and the personas closed to them."""
+    if (
+        flt.managed_by is not None
+        and r.scope is Scope.USER
+        and r.owner_id != flt.managed_by
+        and r.status not in PROPOSAL_STATUSES
+    ):
+        return False
+    if (
+        flt.member is not None
+        and r.scope is Scope.PERSONA
+        and r.status in PROPOSAL_STATUSES
+        and r.source_user_id != flt.member
+    ):
+        return False
+    return r.scope is Scope.USER or r.owner_id not in flt.exclude_personas
+
+
+def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
+    if if_versions is not None and row.version not in if_versions:
+        raise PreconditionFailed(
+            f"the memory changed since it was read (it is at version {row.version})"
+        )
 
 
 class ErasedSince(Protocol):
@@ -145,6 +173,7 @@ class InMemoryMemoryStore:
                     "id": existing.id,
                     "created_at": existing.created_at,
                     "updated_at": now,
+                    "version": existing.version + 1,
                 }
             )
         else:
@@ -227,7 +256,7 @@ class InMemoryMemoryStore:
             rows = [r for r in self._rows.values() if memory_visible(ctx, r)]
         out = []
         for r in rows:
-            if r.team_id != flt.team_id:
+            if r.team_id != flt.team_id or not _listed(r, flt):
                 continue
             if flt.scope is not None and r.scope is not flt.scope:
                 continue
@@ -238,6 +267,8 @@ class InMemoryMemoryStore:
             if flt.status is not None and r.status is not flt.status:
                 continue
             if flt.source_user_id is not None and r.source_user_id != flt.source_user_id:
+                continue
+            if flt.source_channel_id is not None and r.source_channel_id != flt.source_channel_id:
                 continue
             if flt.persona_id is not None and not (
                 r.scope in (Scope.PERSONA, Scope.PERSONA_USER) and r.owner_id == flt.persona_id
@@ -271,11 +302,13 @@ class InMemoryMemoryStore:
         status: Status | None = None,
         embedding: list[float] | None = None,
         decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
         with self._lock:
             row = self._writable(ctx, memory_id)
             if row is None:
                 return None
+            _check_version(row, if_versions)
             if row.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
             new = self._change(
@@ -323,7 +356,14 @@ class InMemoryMemoryStore:
 
     def _change(self, row: Memory, *, embedding: list[float] | None, **fields: object) -> Memory:
         changes = {name: v for name, v in fields.items() if v is not None}
-        new = Memory.model_validate({**row.internal_fields(), **changes, "updated_at": self._now()})
+        new = Memory.model_validate(
+            {
+                **row.internal_fields(),
+                **changes,
+                "updated_at": self._now(),
+                "version": row.version + 1,
+            }
+        )
         was_live, live = row.status in LIVE_STATUSES, new.status in LIVE_STATUSES
         if live and (not was_live or _dedup(new) != _dedup(row)) and _dedup(new) in self._by_key:
             raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
@@ -337,12 +377,18 @@ class InMemoryMemoryStore:
         return new
 
     def delete(
-        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> bool:
         with self._lock:
             row = self._rows.get(memory_id)
             if row is None or not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
                 return False
+            _check_version(row, if_versions)
             del self._rows[memory_id]
             if row.status in LIVE_STATUSES:
                 self._by_key.pop(_dedup(row), None)
@@ -441,7 +487,11 @@ class InMemoryMemoryStore:
                     continue
                 if r.status is Status.ACTIVE and r.updated_at < archive_before:
                     self._rows[r.id] = r.model_copy(
-                        update={"status": Status.ARCHIVED, "updated_at": self._now()}
+                        update={
+                            "status": Status.ARCHIVED,
+                            "updated_at": self._now(),
+                            "version": r.version + 1,
+                        }
                     )
                     archived += 1
         return {"archived": archived, "deleted": deleted}
@@ -458,6 +508,11 @@ class InMemoryMemoryStore:
     def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None:
         with self._lock:
             return self._personas.get((ctx.team_id, persona_id))
+
+    def list_personas(self, ctx: AccessContext) -> list[Persona]:
+        with self._lock:
+            found = [p for (team, _), p in self._personas.items() if team == ctx.team_id]
+        return sorted(found, key=lambda p: p.persona_id)
 
     def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona:
         if persona.team_id != ctx.team_id or not ctx.elevated:

@@ -17,6 +17,8 @@ Powertools ``RequestValidationError``                               problem ``{f
 ``Forbidden`` / ``MemoryDisabled``     403     ``forbidden`` / ``memory_disabled``
 ``NotFound`` (+ unknown route)         404     ``not_found``
 ``Conflict``                           409     ``conflict``
+``PreconditionFailed``                 412     ``precondition_  an ``If-Match`` that no
+                                               failed``             longer matches
 ``BodyTooLargeError``                  413     ``body_too_large``
 ``UnsupportedMediaTypeError``          415     ``unsupported_media_type``
 ``RateLimited`` / ``QuotaExceeded``    429     ``rate_limited`` /   ``Retry-After`` header;
@@ -63,6 +65,7 @@ ErrorCode = Literal[
     "request_timeout",
     "conflict",
     "length_required",
+    "precondition_failed",
     "body_too_large",
     "uri_too_long",
     "unsupported_media_type",
@@ -177,6 +180,8 @@ def error_response(exc: BaseException) -> HttpError:
         return HttpError(404, exc.code, exc.message)
     if isinstance(exc, domain.Conflict):
         return HttpError(409, exc.code, exc.message)
+    if isinstance(exc, domain.PreconditionFailed):
+        return HttpError(412, exc.code, exc.message)
     if isinstance(exc, domain.RateLimited):  # includes QuotaExceeded
         retry = max(1, int(exc.retry_after_s))
         return HttpError(

@@ -6,7 +6,8 @@ whose ``Content-Type`` is not JSON (415; none, ``application/json`` with any par
 than ``MAX_JSON_DEPTH`` or is not an object (400), model validation (422 naming the field).
 ``decode_json(text)`` is the one JSON decoder for request input (also for a tool call's
 ``arguments`` string). ``json_response(status, body)`` builds the v2 response with a camelCase
-JSON body.
+JSON body. ``etag(version)`` and ``if_match_versions(header)`` are a memory's entity tag and
+the versions an ``If-Match`` header accepts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 
 from engram import limits
 from engram.api.errors import BodyTooLargeError, InvalidJsonError, UnsupportedMediaTypeError
+from engram.errors import InvalidHeader
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,3 +148,32 @@ def json_response(
         "body": json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
         "isBase64Encoded": False,
     }
+
+
+# --- entity tags ----------------------------------------------------------------------------
+#: One entity-tag of an ``If-Match`` list: optionally weak (``W/``), then a quoted opaque tag.
+_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
+
+
+def etag(version: int) -> str:
+    """The strong ``ETag`` of a memory at ``version``: the number in quotes."""
+    return f'"{version}"'
+
+
+def if_match_versions(value: str | None) -> frozenset[int] | None:
+    """The versions an ``If-Match`` header accepts: ``None`` when there is none or it is
+    ``*`` (any current version); otherwise the versions of its strong tags. ``If-Match``
+    compares strongly, so a weak tag or a tag that is not one of ours matches nothing (an
+    empty set: the write fails with 412). ``InvalidHeader`` for a value that is not a list of
+    entity-tags."""
+    if value is None or value.strip() == "*":
+        return None
+    versions: set[int] = set()
+    for item in value.split(","):
+        match = _ENTITY_TAG.fullmatch(item)
+        if match is None:
+            raise InvalidHeader("If-Match", 'must be "*" or a list of entity-tags such as "3"')
+        weak, tag = match.groups()
+        if weak is None and tag.isdecimal() and tag.isascii() and len(tag) <= 18:
+            versions.add(int(tag))
+    return frozenset(versions)

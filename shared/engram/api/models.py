@@ -142,6 +142,10 @@ class MemoryOut(ResponseModel):
     status: MemoryStatus
     created_at: int
     updated_at: int
+    version: int = Field(
+        description="One more with every change of the memory. The memory's `ETag` is this "
+        'number in quotes (`"3"`); send it as `If-Match` to edit only what you read.'
+    )
 
 
 class SessionSections(ResponseModel):
@@ -163,6 +167,13 @@ class SessionResponse(ResponseModel):
 # --- memories ------------------------------------------------------------------------------
 class MemoryListResponse(ResponseModel):
     memories: list[MemoryOut]
+
+
+class MemoryPageResponse(ResponseModel):
+    """One page of a listing; ``nextCursor`` is ``null`` on the last page."""
+
+    memories: list[MemoryOut]
+    next_cursor: str | None = None
 
 
 class MemoryActionOut(ResponseModel):
@@ -233,9 +244,24 @@ class QueuedResponse(ResponseModel):
 
 
 # --- review --------------------------------------------------------------------------------
-class ReviewListResponse(ResponseModel):
-    memories: list[MemoryOut]
-    next_cursor: str | None = None
+class ReviewListResponse(MemoryPageResponse):
+    """One page of the pending memories, oldest first."""
+
+
+class BulkReviewResult(ResponseModel):
+    """The decision on one id: ``ok`` with the decided memory, or the error this id alone met
+    (``conflict`` when it was already decided, ``not_found`` when there is no such proposal)."""
+
+    id: str
+    ok: bool
+    memory: MemoryOut | None = None
+    error: ErrorDetail | None = None
+
+
+class BulkReviewResponse(ResponseModel):
+    """``POST /v1/review/bulk``: one result per id, in the order sent."""
+
+    results: list[BulkReviewResult]
 
 
 # --- personas and team settings ------------------------------------------------------------
@@ -257,6 +283,12 @@ class PersonaResponse(ResponseModel):
     extraction: ExtractionSettingsOut
     retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
     updated_at: int | None = None
+
+
+class PersonaListResponse(ResponseModel):
+    """``GET /v1/personas``: the personas configured in the caller's team, by id."""
+
+    personas: list[PersonaResponse]
 
 
 class TeamSettingsResponse(ResponseModel):

@@ -8,9 +8,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.api.errors import error_response
 from engram.api.models import (
+    BulkReviewResponse,
+    BulkReviewResult,
     ErasureCounts,
     ErasureReceipt,
+    ErrorDetail,
     ExportResponse,
     ExtractionSettingsOut,
     FactOut,
@@ -19,7 +23,9 @@ from engram.api.models import (
     MemoryHistoryResponse,
     MemoryListResponse,
     MemoryOut,
+    MemoryPageResponse,
     ObservationOut,
+    PersonaListResponse,
     PersonaResponse,
     RetentionSettingsOut,
     ReviewListResponse,
@@ -42,6 +48,7 @@ from engram.memories.models import (
 )
 
 if TYPE_CHECKING:
+    from engram.memories.service import ReviewOutcome
     from engram.use_cases.me import Erasure, Export
     from engram.use_cases.session import SessionContext
 
@@ -83,6 +90,7 @@ def memory_out(memory: Memory) -> MemoryOut:
         status=memory.status.value,
         created_at=epoch_ms(memory.created_at),
         updated_at=epoch_ms(memory.updated_at),
+        version=memory.version,
     )
 
 
@@ -110,6 +118,31 @@ def memory_history(memory_id: str, actions: Sequence[ReviewAction]) -> MemoryHis
 
 def memory_list(memories: Sequence[Memory]) -> MemoryListResponse:
     return MemoryListResponse(memories=[memory_out(m) for m in memories])
+
+
+def memory_page(page: MemoryPage) -> MemoryPageResponse:
+    return MemoryPageResponse(
+        memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
+    )
+
+
+def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewResponse:
+    """One result per id; an id's error has the code and message its single route answers."""
+    results = []
+    for outcome in outcomes:
+        error = None
+        if outcome.error is not None:
+            mapped = error_response(outcome.error)
+            error = ErrorDetail.model_validate({"code": mapped.code, "message": mapped.message})
+        results.append(
+            BulkReviewResult(
+                id=outcome.memory_id,
+                ok=outcome.memory is not None,
+                memory=memory_out(outcome.memory) if outcome.memory is not None else None,
+                error=error,
+            )
+        )
+    return BulkReviewResponse(results=results)
 
 
 def review_page(page: MemoryPage) -> ReviewListResponse:
@@ -179,6 +212,10 @@ def persona_response(persona: Persona) -> PersonaResponse:
         retention=retention_out(persona.retention),
         updated_at=epoch_ms(persona.updated_at) if persona.updated_at else None,
     )
+
+
+def persona_list(personas: Sequence[Persona]) -> PersonaListResponse:
+    return PersonaListResponse(personas=[persona_response(p) for p in personas])
 
 
 def team_settings_response(settings: TeamSettings) -> TeamSettingsResponse:

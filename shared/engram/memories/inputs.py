@@ -29,11 +29,12 @@ from engram.fields import (
 from engram.memories.cursors import Cursor
 
 MemoryScope = Literal["user", "persona", "persona_user"]
+MemoryStatusName = Literal["active", "pending_review", "archived", "rejected"]
 #: scopes that live under a persona, so a save in them names one
 PERSONA_SCOPES = ("persona", "persona_user")
 RetentionDays = Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_DAYS), WHOLE]
 RecallLimit = Annotated[int, Field(ge=1, le=limits.MAX_RECALL_RESULTS), WHOLE]
-ReviewLimit = Annotated[int, Field(ge=1, le=limits.MAX_REVIEW_PAGE), WHOLE]
+PageLimit = Annotated[int, Field(ge=1, le=limits.MAX_PAGE), WHOLE]
 
 
 def _persona_scopes_need_a_persona(schema: dict[str, Any]) -> None:
@@ -125,8 +126,44 @@ class ReviewListQuery(QueryInput):
     first; pass ``nextCursor`` back as ``cursor`` for the next page."""
 
     persona_id: Identifier | None = None
-    limit: ReviewLimit = limits.DEFAULT_REVIEW_PAGE
+    limit: PageLimit = limits.DEFAULT_PAGE
     cursor: Cursor | None = None
+
+
+class MemoryListQuery(QueryInput):
+    """``GET /v1/memories/list?scope=&status=&personaId=&sourceChannelId=&limit=&cursor=``:
+    one page of the memories visible to the caller, newest first; every parameter narrows.
+    Pass ``nextCursor`` back as ``cursor`` (with the same filters) for the next page."""
+
+    scope: MemoryScope | None = None
+    status: MemoryStatusName | None = None
+    persona_id: Identifier | None = None
+    source_channel_id: Identifier | None = Field(
+        default=None, description="Only the memories of this conversation (their provenance)."
+    )
+    limit: PageLimit = limits.DEFAULT_PAGE
+    cursor: Cursor | None = None
+
+
+ReviewDecision = Literal["approve", "reject"]
+
+
+class BulkReviewRequest(InputModel):
+    """``POST /v1/review/bulk`` (admins): approve or reject each of ``ids``, one by one; each
+    decision is atomic and audited as a single approval or rejection is."""
+
+    action: ReviewDecision
+    ids: list[Identifier] = Field(
+        min_length=1, max_length=limits.MAX_BULK_REVIEW_IDS, json_schema_extra={"uniqueItems": True}
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BulkReviewRequest:
+        if len(set(self.ids)) != len(self.ids):
+            raise field_error(
+                "BulkReviewRequest", "ids", "duplicate_id", "each id may appear only once"
+            )
+        return self
 
 
 # --- personas and team settings ------------------------------------------------------------

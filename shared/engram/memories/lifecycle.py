@@ -21,7 +21,14 @@ from datetime import datetime
 from typing import Literal
 
 from engram.errors import QuotaExceeded
-from engram.memories.models import Memory, NewMemory, ReviewAction, Scope, Status
+from engram.memories.models import (
+    PROPOSAL_STATUSES,
+    Memory,
+    NewMemory,
+    ReviewAction,
+    Scope,
+    Status,
+)
 from engram.memories.ports import AccessContext
 from engram.settings import env_name
 
@@ -130,9 +137,6 @@ def counts_toward(memory: Memory, subject: QuotaSubject) -> bool:
 
 
 # --- history --------------------------------------------------------------------------------
-_MANAGED_USER_STATUSES = frozenset({Status.PENDING_REVIEW, Status.REJECTED})
-
-
 def history_visible(ctx: AccessContext, memory: Memory) -> bool:
     """The owner sees the history of their memories (``user``, and ``persona_user`` of
     theirs); team admins see what they manage — proposals (pending or rejected), ``persona``
@@ -144,7 +148,7 @@ def history_visible(ctx: AccessContext, memory: Memory) -> bool:
         return True
     if not ctx.elevated:
         return False
-    return memory.scope is not Scope.USER or memory.status in _MANAGED_USER_STATUSES
+    return memory.scope is not Scope.USER or memory.status in PROPOSAL_STATUSES
 
 
 def last_known(actions: list[ReviewAction], team_id: str) -> Memory | None:

@@ -38,6 +38,9 @@ class Status(StrEnum):
 #: quotas. A rejected row is kept apart until erasure: it holds no key and counts toward no
 #: quota, so a new value of its key can be proposed while it keeps suppressing its own value.
 LIVE_STATUSES = frozenset({Status.ACTIVE, Status.PENDING_REVIEW, Status.ARCHIVED})
+#: Statuses of a proposal (waiting for review, or turned down): what team admins manage of a
+#: user's own ``user`` memories. Approved, a ``user`` memory is its owner's alone.
+PROPOSAL_STATUSES = frozenset({Status.PENDING_REVIEW, Status.REJECTED})
 
 
 class CamelModel(BaseModel):
@@ -64,6 +67,8 @@ class Memory(CamelModel):
     status: Status = Status.ACTIVE
     created_at: datetime
     updated_at: datetime
+    #: one more with every change of the row (its ``ETag``; ``If-Match`` compares it)
+    version: int = Field(default=1, ge=1)
     #: the user whose transcript it was learnt from (proposals); internal, never in the JSON
     source_user_id: str | None = Field(default=None, exclude=True)
 
@@ -98,6 +103,15 @@ class MemoryFilter(CamelModel):
     status: Status | None = None
     persona_id: str | None = None  # persona and persona_user rows of this persona
     source_user_id: str | None = None  # rows learnt from this user's transcripts
+    source_channel_id: str | None = None  # rows learnt or saved in this conversation
+    #: an admin's listing: ``user`` rows of other owners only while they are proposals
+    #: (pending or rejected); a user's own ``user`` memories are theirs alone
+    managed_by: str | None = None
+    #: a user's listing: ``persona`` rows only once reviewed, unless learnt from this user
+    #: (another user's conversation is not shown to them before an admin approved it)
+    member: str | None = None
+    #: personas whose ``persona`` and ``persona_user`` rows are left out (closed to the caller)
+    exclude_personas: tuple[str, ...] = ()
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     limit: int = Field(default=50, ge=1, le=1000)

@@ -77,7 +77,10 @@ class MemoryStore(Protocol):
         ...
 
     def list_memories(self, ctx: AccessContext, flt: MemoryFilter) -> MemoryPage:
-        """Newest first (``created_at`` then id, descending), cursor-paginated."""
+        """Newest first (``created_at`` then id, descending), cursor-paginated. The cursor is
+        the (``created_at``, id) of the last row of a page, which never change: a row that
+        exists throughout a listing appears exactly once, whatever is saved or deleted
+        meanwhile."""
         ...
 
     def update(
@@ -91,10 +94,13 @@ class MemoryStore(Protocol):
         status: Status | None = None,
         embedding: list[float] | None = None,
         decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
         """Change fields of one row; raises ``Conflict`` when the new key is taken or the row
         is rejected (a rejection is never edited back into play). ``decided``: a person's
-        change, audited in the same transaction; a person's archive is also suppressed."""
+        change, audited in the same transaction; a person's archive is also suppressed.
+        ``if_versions``: raise ``PreconditionFailed``, changing nothing, unless the row's
+        ``version`` is one of them (checked on the locked row)."""
         ...
 
     def review(
@@ -115,10 +121,16 @@ class MemoryStore(Protocol):
         ...
 
     def delete(
-        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> bool:
         """Hard-delete one row. ``decided``: a person's deletion, audited and suppressed in the
-        same transaction (retention and the erasure backstop pass none)."""
+        same transaction (retention and the erasure backstop pass none). ``if_versions`` as
+        ``update``."""
         ...
 
     def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...
@@ -148,6 +160,10 @@ class MemoryStore(Protocol):
 
 class PersonaStore(Protocol):
     def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None: ...
+
+    def list_personas(self, ctx: AccessContext) -> list[Persona]:
+        """The personas configured in ``ctx.team_id``, by persona id."""
+        ...
 
     def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona: ...
 

@@ -18,13 +18,15 @@ from typing import Any, Literal, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from engram.clock import Clock, SystemClock
-from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
+from engram.errors import EngramError, Forbidden, InvalidInput, MemoryDisabled, NotFound
 from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
 from engram.memories.inputs import (
     ApproveRequest,
+    BulkReviewRequest,
+    MemoryListQuery,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemorySaveRequest,
@@ -84,6 +86,16 @@ def _checked(adapter: TypeAdapter[T], value: object, field: str) -> T:
 
 
 ProposalOutcome = Literal["created", "refreshed", "dropped"]
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """One id of a bulk review: the decided memory, or the error that id alone met (the
+    same error a single approval or rejection of it would raise)."""
+
+    memory_id: str
+    memory: Memory | None = None
+    error: EngramError | None = None
 
 
 @dataclass(frozen=True)
@@ -284,10 +296,24 @@ class MemoryService:
         ctx = context_for(caller)
         return self._visible(caller, ctx, self._store.get(ctx, memory_id))
 
-    def update(self, caller: Caller, memory_id: str, patch: MemoryPatchRequest) -> Memory:
-        """Edit a memory's key, value or confidence (``PATCH /v1/memories/{id}``)."""
+    def update(
+        self,
+        caller: Caller,
+        memory_id: str,
+        patch: MemoryPatchRequest,
+        *,
+        if_versions: frozenset[int] | None = None,
+    ) -> Memory:
+        """Edit a memory's key, value or confidence (``PATCH /v1/memories/{id}``).
+        ``if_versions`` (the ``If-Match`` of the request): ``PreconditionFailed``, and nothing
+        changed, unless the memory is still at one of these versions when the edit is made."""
         return self._change(
-            caller, memory_id, key=patch.key, value=patch.value, confidence=patch.confidence
+            caller,
+            memory_id,
+            key=patch.key,
+            value=patch.value,
+            confidence=patch.confidence,
+            if_versions=if_versions,
         )
 
     def _change(
@@ -299,6 +325,7 @@ class MemoryService:
         value: str | None = None,
         confidence: float | None = None,
         status: Status | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> Memory:
         ctx = context_for(caller)
         before = self.get(caller, memory_id)
@@ -317,21 +344,76 @@ class MemoryService:
             status=status,
             embedding=embedding,
             decided=self._decided(ctx, "update"),
+            if_versions=if_versions,
         )
         if after is None:
             raise NotFound("memory not found")
         return after
 
-    def delete(self, caller: Caller, memory_id: str) -> None:
+    def delete(
+        self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
+    ) -> None:
+        """Delete one memory; ``if_versions`` as ``update``."""
         ctx = context_for(caller)
         before = self.get(caller, memory_id)
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins delete persona-scope memories")
-        if not self._store.delete(ctx, before.id, decided=self._decided(ctx, "delete")):
+        decided = self._decided(ctx, "delete")
+        if not self._store.delete(ctx, before.id, decided=decided, if_versions=if_versions):
             raise NotFound("memory not found")
 
-    def archive(self, caller: Caller, memory_id: str) -> Memory:
-        return self._change(caller, memory_id, status=Status.ARCHIVED)
+    def archive(
+        self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
+    ) -> Memory:
+        """Archive one memory (not recalled until edited back); ``if_versions`` as ``update``."""
+        return self._change(caller, memory_id, status=Status.ARCHIVED, if_versions=if_versions)
+
+    def list_memories(self, caller: Caller, query: MemoryListQuery | None = None) -> MemoryPage:
+        """One page of the memories visible to the caller, newest first, every status unless
+        ``query.status`` says: a user sees their own ``user`` and ``persona_user`` memories
+        and the ``persona`` memories of the personas open to their groups (proposals among
+        them only when learnt from their own conversations); a team admin sees
+        the team's ``persona`` and ``persona_user`` memories, every proposal, and their own
+        ``user`` memories, but not another user's approved ``user`` memories (theirs alone).
+        The order is by creation, which never changes, so a memory that exists throughout a
+        listing appears on exactly one page. ``next_cursor`` is signed for this caller and
+        these filters (``engram.memories.cursors``)."""
+        query = query or MemoryListQuery()
+        ctx = context_for(caller)
+        closed: tuple[str, ...] = ()
+        if not ctx.elevated:
+            closed = tuple(
+                p.persona_id
+                for p in self._personas.list_personas(ctx)
+                if not persona_allows(caller, p)
+            )
+        listing = (
+            "memories",
+            caller.team_id,
+            caller.user_id,
+            query.scope or "",
+            query.status or "",
+            query.persona_id or "",
+            query.source_channel_id or "",
+        )
+        page = self._store.list_memories(
+            ctx,
+            MemoryFilter(
+                team_id=caller.team_id,
+                scope=parse_scope(query.scope),
+                status=Status(query.status) if query.status else None,
+                persona_id=query.persona_id,
+                source_channel_id=query.source_channel_id,
+                managed_by=caller.user_id if ctx.elevated else None,
+                member=None if ctx.elevated else caller.user_id,
+                exclude_personas=closed,
+                limit=query.limit,
+                cursor=self._cursors.open(query.cursor, *listing),
+            ),
+        )
+        return page.model_copy(
+            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
+        )
 
     # --- personas and switches --------------------------------------------------------------
     def put_persona(self, caller: Caller, persona_id: str, cfg: PersonaRequest) -> Persona:
@@ -355,6 +437,12 @@ class MemoryService:
             retention=retention,
         )
         return self._personas.put_persona(ctx, persona)
+
+    def list_personas(self, caller: Caller) -> list[Persona]:
+        """Admins: every persona configured in their team, by persona id."""
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins read persona settings")
+        return self._personas.list_personas(context_for(caller))
 
     def get_persona(self, caller: Caller, persona_id: str) -> Persona:
         """Admins read the personas configured in their team. ``NotFound`` for one with no row
@@ -481,6 +569,21 @@ class MemoryService:
         equal proposal is never made again (a new value of its key may be). Errors as
         ``approve``."""
         return self._review(self._admin(caller), memory_id, Status.REJECTED, "reject")
+
+    def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:
+        """Approve or reject each id of ``request``, in order, each in its own atomic step with
+        its own audit row, exactly as ``approve`` / ``reject`` one by one: an id already
+        decided reports ``Conflict``, an unknown one ``NotFound``, and neither stops the
+        others. ``Forbidden`` for a caller who is not an admin of the team (nothing decided)."""
+        self._admin(caller)
+        decide = self.approve if request.action == "approve" else self.reject
+        outcomes: list[ReviewOutcome] = []
+        for memory_id in request.ids:
+            try:
+                outcomes.append(ReviewOutcome(memory_id, memory=decide(caller, memory_id)))
+            except EngramError as exc:
+                outcomes.append(ReviewOutcome(memory_id, error=exc))
+        return outcomes
 
     def _review(
         self, ctx: AccessContext, memory_id: str, status: Status, action: str, **edits: Any

@@ -334,6 +334,7 @@ def test_export_and_erase_cover_only_the_callers_rows(backend: Backend) -> None:
         "status",
         "createdAt",
         "updatedAt",
+        "version",
     }
     assert svc.erase(ALICE) == {
         "user": 1,

@@ -73,6 +73,7 @@ def test_json_response_uses_aliases() -> None:
         status="active",
         created_at=1,
         updated_at=1,
+        version=1,
     )
     response = json_response(201, memory, headers={"Location": "/v1/memories/m"})
     assert response["statusCode"] == 201

@@ -224,6 +224,7 @@ def test_responses_serialise_camel_case() -> None:
         status="active",
         created_at=1,
         updated_at=2,
+        version=3,
     )
     dumped = memory.model_dump(mode="json")
     assert dumped["ownerId"] == "p"

@@ -5,6 +5,7 @@ connection and clock both halves share."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from psycopg.rows import dict_row
 
@@ -13,6 +14,21 @@ from engram.clock import Clock, SystemClock
 from engram.memories.inputs import ExtractionConfig, RetentionRule
 from engram.memories.models import Persona, TeamSettings
 from engram.memories.ports import AccessContext
+
+
+def _persona(r: dict[str, Any]) -> Persona:
+    return Persona(
+        persona_id=r["persona_id"],
+        team_id=r["team_id"],
+        allowed_groups=list(r["allowed_groups"]),
+        memory_enabled=r["memory_enabled"],
+        extraction=ExtractionConfig(enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]),
+        retention=RetentionRule(
+            archive_after_days=r["archive_after_days"],
+            delete_archived_after_days=r["delete_archived_after_days"],
+        ),
+        updated_at=r["updated_at"],
+    )
 
 
 class PostgresPersonaStore:
@@ -31,22 +47,15 @@ class PostgresPersonaStore:
                 (ctx.team_id, persona_id),
             )
             r = cur.fetchone()
-        if r is None:
-            return None
-        return Persona(
-            persona_id=r["persona_id"],
-            team_id=r["team_id"],
-            allowed_groups=list(r["allowed_groups"]),
-            memory_enabled=r["memory_enabled"],
-            extraction=ExtractionConfig(
-                enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]
-            ),
-            retention=RetentionRule(
-                archive_after_days=r["archive_after_days"],
-                delete_archived_after_days=r["delete_archived_after_days"],
-            ),
-            updated_at=r["updated_at"],
-        )
+        return None if r is None else _persona(r)
+
+    def list_personas(self, ctx: AccessContext) -> list[Persona]:
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                'SELECT * FROM personas WHERE team_id = %s ORDER BY persona_id COLLATE "C"',
+                (ctx.team_id,),
+            )
+            return [_persona(r) for r in cur.fetchall()]
 
     def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona:
         now = self._now()

@@ -11,7 +11,7 @@ from engram.memories.models import Memory, Scope, Status
 
 COLUMNS = (
     "m.id, m.team_id, m.scope, m.owner_id, m.user_id, m.key, m.value, m.source_channel_id, "
-    "m.confidence, m.status, m.created_at, m.updated_at, m.source_user_id"
+    "m.confidence, m.status, m.created_at, m.updated_at, m.source_user_id, m.version"
 )
 #: Without a query: confidence, then newest first (``recall.unranked_key``).
 ORDER_UNRANKED = "m.confidence DESC, m.updated_at DESC, m.id"
@@ -47,4 +47,5 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         created_at=row["created_at"].astimezone(UTC),
         updated_at=row["updated_at"].astimezone(UTC),
         source_user_id=row["source_user_id"],
+        version=int(row["version"]),
     )

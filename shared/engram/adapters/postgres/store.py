@@ -31,7 +31,7 @@ from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES, ORDER_UNRANKED
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
-from engram.errors import Conflict, InvalidInput, QuotaExceeded
+from engram.errors import Conflict, InvalidInput, PreconditionFailed, QuotaExceeded
 from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, suppression_digest
 from engram.memories.models import (
     LIVE_STATUSES,
@@ -134,6 +134,13 @@ def recall_sql(
         f"ORDER BY f.score DESC, {ORDER_TIES} LIMIT %(limit)s"
     )
     return sql, params
+
+
+def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
+    if if_versions is not None and row.version not in if_versions:
+        raise PreconditionFailed(
+            f"the memory changed since it was read (it is at version {row.version})"
+        )
 
 
 class PostgresMemoryStore(PostgresPersonaStore):
@@ -247,6 +254,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
             ("m.user_id", flt.user_id),
             ("m.status", flt.status.value if flt.status else None),
             ("m.source_user_id", flt.source_user_id),
+            ("m.source_channel_id", flt.source_channel_id),
         ):
             if value is not None:
                 where.append(f"{column} = %s")
@@ -254,6 +262,21 @@ class PostgresMemoryStore(PostgresPersonaStore):
         if flt.persona_id is not None:
             where.append("m.scope IN ('persona', 'persona_user') AND m.owner_id = %s")
             params.append(flt.persona_id)
+        if flt.managed_by is not None:  # an admin: other users' user rows only as proposals
+            where.append(
+                "(m.scope <> 'user' OR m.owner_id = %s"
+                " OR m.status IN ('pending_review', 'rejected'))"
+            )
+            params.append(flt.managed_by)
+        if flt.member is not None:  # a user: persona proposals only when learnt from them
+            where.append(
+                "(m.scope <> 'persona' OR m.status NOT IN ('pending_review', 'rejected')"
+                " OR m.source_user_id = %s)"
+            )
+            params.append(flt.member)
+        if flt.exclude_personas:
+            where.append("(m.scope = 'user' OR m.owner_id <> ALL(%s))")
+            params.append(list(flt.exclude_personas))
         if flt.updated_after is not None:
             where.append("m.updated_at > %s")
             params.append(flt.updated_after)
@@ -290,6 +313,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
         status: Status | None = None,
         embedding: list[float] | None = None,
         decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
         mid = _uuid(memory_id)
         if mid is None:
@@ -298,6 +322,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
             before = lock_row(cur, mid, ctx.team_id)
             if before is None:
                 return None
+            _check_version(before, if_versions)
             if before.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
             after = change_row(
@@ -354,12 +379,22 @@ class PostgresMemoryStore(PostgresPersonaStore):
         return after
 
     def delete(
-        self, ctx: AccessContext, memory_id: str, *, decided: AuditStamp | None = None
+        self,
+        ctx: AccessContext,
+        memory_id: str,
+        *,
+        decided: AuditStamp | None = None,
+        if_versions: frozenset[int] | None = None,
     ) -> bool:
         mid = _uuid(memory_id)
         if mid is None:
             return False
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            if if_versions is not None:
+                locked = lock_row(cur, mid, ctx.team_id)
+                if locked is None:
+                    return False
+                _check_version(locked, if_versions)
             cur.execute(
                 f"DELETE FROM memories AS m WHERE m.id = %s AND m.team_id = %s RETURNING {COLUMNS}",
                 (mid, ctx.team_id),
