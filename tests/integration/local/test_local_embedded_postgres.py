@@ -105,7 +105,7 @@ def test_serve_takes_over_and_stops_the_postgres_a_killed_serve_left_running(
     second, url = _serve(data_dir, log)
     try:
         assert _postmaster(data_dir) == postmaster  # taken over, not a second server
-        assert httpx.get(url, timeout=5).json()["postgres"] == "ok"
+        assert httpx.get(url, timeout=60).json()["postgres"] == "ok"
         assert "took over from exited processes" in log.read_text(errors="replace")
     finally:
         second.send_signal(signal.SIGTERM)

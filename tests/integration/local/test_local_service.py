@@ -147,7 +147,7 @@ def client(service: LocalService, signer: TokenSigner) -> Iterator[EngramClient]
 
 
 def test_health_without_token(service: LocalService) -> None:
-    response = httpx.get(f"{service.url}/v1/health", timeout=5)
+    response = httpx.get(f"{service.url}/v1/health", timeout=60)
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
 
@@ -368,9 +368,9 @@ def test_engram_serve_and_token_commands(tmp_path: Path) -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert f"127.0.0.1:{port}" in line
-        health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=5)
+        health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=60)
         assert health.status_code == 200
-        unknown = httpx.get(f"http://127.0.0.1:{port}/v1/nothing", timeout=5)
+        unknown = httpx.get(f"http://127.0.0.1:{port}/v1/nothing", timeout=60)
         assert unknown.status_code == 404
         assert unknown.json()["error"]["code"] == "not_found"
         proc.send_signal(signal.SIGTERM)

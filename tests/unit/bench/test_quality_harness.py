@@ -150,3 +150,16 @@ def test_the_report_section_shows_every_configuration_beside_the_baseline() -> N
     assert "`ENGRAM_EMBEDDER=local`; 429s met: 3." in text
     assert "keyword_R@10_at_least_0.70 = True" in text
     assert section(None, "", _table)[-2] == "_Not measured in this run._"
+
+
+def test_make_bench_skips_quality_without_data_but_make_eval_insists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import bench_quality
+
+    monkeypatch.delenv("ENGRAM_BENCH_QUALITY_DATA", raising=False)
+    monkeypatch.setattr(bench_quality, "DEFAULT_DATA", str(tmp_path / "absent"))
+    assert "no LoCoMo data" in bench_quality.run(tmp_path)["skipped"]
+    monkeypatch.setenv("ENGRAM_BENCH_QUALITY_DATA", str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError):
+        bench_quality.run(tmp_path)
