@@ -15,7 +15,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from engram.adapters.apigateway import http_app, path_param, request, respond
+from engram.adapters.apigateway import bind_routes, http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
     IDEMPOTENCY_HEADER,
@@ -29,7 +29,6 @@ from engram.api.models import (
 app = http_app()
 
 
-@app.post("/v1/observations")
 def post_observations() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -41,7 +40,6 @@ def post_observations() -> Response[str]:
     return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
 
 
-@app.post("/v1/events")
 def post_events() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -53,7 +51,6 @@ def post_events() -> Response[str]:
     return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
 
 
-@app.post("/v1/conversations/<conversation_id>/transcript")
 def post_transcript(conversation_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -70,6 +67,9 @@ def post_transcript(conversation_id: str) -> Response[str]:
             queued=True, conversation_id=job.conversation_id, messages=len(job.messages)
         ),
     )
+
+
+bind_routes(app, "ingest", globals())  # the paths: engram.api.routes.ROUTES
 
 
 @instrument

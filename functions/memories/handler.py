@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from engram.adapters.apigateway import http_app, path_param, request, respond
+from engram.adapters.apigateway import bind_routes, http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import (
     ApproveRequest,
@@ -52,7 +52,6 @@ def _version() -> str:
 
 
 # --- health --------------------------------------------------------------------------------
-@app.get("/v1/health")
 def get_health() -> Response[str]:
     req = request(app)
     container = req.container
@@ -75,14 +74,12 @@ def get_health() -> Response[str]:
 
 
 # --- facts ---------------------------------------------------------------------------------
-@app.get("/v1/facts")
 def get_facts() -> Response[str]:
     req = request(app)
     facts = req.container.behaviour.list_facts(req.caller.identity_id)
     return respond(200, facts_response(facts))
 
 
-@app.delete("/v1/facts/<fact_id>")
 def delete_fact(fact_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -92,7 +89,6 @@ def delete_fact(fact_id: str) -> Response[str]:
 
 
 # --- memories ------------------------------------------------------------------------------
-@app.post("/v1/memories")
 def post_memory() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -101,7 +97,6 @@ def post_memory() -> Response[str]:
     return respond(201 if created else 200, memory_out(memory))
 
 
-@app.get("/v1/memories")
 def get_memories() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -109,14 +104,12 @@ def get_memories() -> Response[str]:
     return respond(200, memory_list(found))
 
 
-@app.get("/v1/memories/<memory_id>")
 def get_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     return respond(200, memory_out(req.container.memories.get(caller, _id("id", memory_id))))
 
 
-@app.patch("/v1/memories/<memory_id>")
 def patch_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -125,7 +118,6 @@ def patch_memory(memory_id: str) -> Response[str]:
     return respond(200, memory_out(memory))
 
 
-@app.delete("/v1/memories/<memory_id>")
 def delete_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -133,14 +125,12 @@ def delete_memory(memory_id: str) -> Response[str]:
     return respond(204)
 
 
-@app.post("/v1/memories/<memory_id>/archive")
 def archive_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     return respond(200, memory_out(req.container.memories.archive(caller, _id("id", memory_id))))
 
 
-@app.get("/v1/memories/<memory_id>/history")
 def get_memory_history(memory_id: str) -> Response[str]:
     req = request(app)
     memory_id = _id("id", memory_id)
@@ -149,14 +139,12 @@ def get_memory_history(memory_id: str) -> Response[str]:
 
 
 # --- tools ---------------------------------------------------------------------------------
-@app.get("/v1/tools")
 def get_tools() -> Response[str]:
     req = request(app)
     _ = req.caller
     return respond(200, tools_response(req.container.memories.tool_definitions("json_schema")))
 
 
-@app.post("/v1/tools/<name>")
 def post_tool(name: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -173,7 +161,6 @@ def post_tool(name: str) -> Response[str]:
 
 
 # --- review --------------------------------------------------------------------------------
-@app.get("/v1/review")
 def get_review() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -181,7 +168,6 @@ def get_review() -> Response[str]:
     return respond(200, review_page(page))
 
 
-@app.post("/v1/review/<memory_id>/approve")
 def approve(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -191,7 +177,6 @@ def approve(memory_id: str) -> Response[str]:
     return respond(200, memory_out(memory))
 
 
-@app.post("/v1/review/<memory_id>/reject")
 def reject(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -199,7 +184,6 @@ def reject(memory_id: str) -> Response[str]:
 
 
 # --- personas and team settings ------------------------------------------------------------
-@app.put("/v1/personas/<persona_id>")
 def put_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -208,7 +192,6 @@ def put_persona(persona_id: str) -> Response[str]:
     return respond(200, persona_response(persona))
 
 
-@app.get("/v1/personas/<persona_id>")
 def get_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -216,7 +199,6 @@ def get_persona(persona_id: str) -> Response[str]:
     return respond(200, persona_response(persona))
 
 
-@app.put("/v1/settings/team")
 def put_team_settings() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -225,18 +207,19 @@ def put_team_settings() -> Response[str]:
 
 
 # --- the caller's data ---------------------------------------------------------------------
-@app.get("/v1/me/export")
 def get_export() -> Response[str]:
     req = request(app)
     return respond(200, export_response(req.container.me.export(req.caller)))
 
 
-@app.delete("/v1/me")
 def delete_me() -> Response[str]:
     req = request(app)
     receipt = req.container.me.erase(req.caller)
     add_metric("UsersErased")
     return respond(200, erasure_receipt(receipt))
+
+
+bind_routes(app, "memories", globals())  # the paths: engram.api.routes.ROUTES
 
 
 @instrument

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from engram.adapters.apigateway import http_app, request, respond
+from engram.adapters.apigateway import bind_routes, http_app, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.models import SessionRequest
 from engram.api.presenters import session_response
@@ -18,7 +18,6 @@ from engram.api.presenters import session_response
 app = http_app()
 
 
-@app.post("/v1/sessions")
 def post_session() -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -29,6 +28,9 @@ def post_session() -> Response[str]:
     if context.memories_degraded:
         add_metric("RecallDegraded")
     return respond(200, session_response(context))
+
+
+bind_routes(app, "session", globals())  # the paths: engram.api.routes.ROUTES
 
 
 @instrument

@@ -31,6 +31,8 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
+from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION
+from engram.api.routes import ROUTES as API_ROUTES
 from engram.bedrock_ids import ACTIONS as BEDROCK_ACTIONS
 from engram.bedrock_ids import invoke_grants
 from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
@@ -59,43 +61,16 @@ class Route:
     authorized: bool = True
 
 
-GET, POST, PUT, PATCH, DELETE, ANY = (
-    apigwv2.HttpMethod.GET,
-    apigwv2.HttpMethod.POST,
-    apigwv2.HttpMethod.PUT,
-    apigwv2.HttpMethod.PATCH,
-    apigwv2.HttpMethod.DELETE,
-    apigwv2.HttpMethod.ANY,
-)
+ANY = apigwv2.HttpMethod.ANY
 
-# SPEC §4. Everything not routed to ingest or session goes to memories, including unknown
-# /v1 paths (the catch-all), so the memories function answers them with the API's JSON 404.
+# The API Gateway routes are the route table's (engram.api.routes), plus the catch-all: every
+# other /v1 path goes to the memories function, which answers it with the API's JSON 404.
 ROUTES: tuple[Route, ...] = (
-    Route(GET, "/v1/health", "memories", authorized=False),
-    Route(POST, "/v1/observations", "ingest"),
-    Route(POST, "/v1/events", "ingest"),
-    Route(POST, "/v1/conversations/{conversationId}/transcript", "ingest"),
-    Route(POST, "/v1/sessions", "session"),
-    Route(GET, "/v1/facts", "memories"),
-    Route(DELETE, "/v1/facts/{factId}", "memories"),
-    Route(POST, "/v1/memories", "memories"),
-    Route(GET, "/v1/memories", "memories"),
-    Route(GET, "/v1/memories/{id}", "memories"),
-    Route(PATCH, "/v1/memories/{id}", "memories"),
-    Route(DELETE, "/v1/memories/{id}", "memories"),
-    Route(POST, "/v1/memories/{id}/archive", "memories"),
-    Route(GET, "/v1/memories/{id}/history", "memories"),
-    Route(GET, "/v1/tools", "memories"),
-    Route(POST, "/v1/tools/{name}", "memories"),
-    Route(GET, "/v1/review", "memories"),
-    Route(POST, "/v1/review/{id}/approve", "memories"),
-    Route(POST, "/v1/review/{id}/reject", "memories"),
-    Route(GET, "/v1/personas/{personaId}", "memories"),
-    Route(PUT, "/v1/personas/{personaId}", "memories"),
-    Route(PUT, "/v1/settings/team", "memories"),
-    Route(GET, "/v1/me/export", "memories"),
-    Route(DELETE, "/v1/me", "memories"),
-    Route(ANY, "/v1/{proxy+}", "memories"),
+    *(
+        Route(apigwv2.HttpMethod(r.method), r.path, r.function, authorized=r.auth)
+        for r in API_ROUTES
+    ),
+    Route(ANY, CATCH_ALL, CATCH_ALL_FUNCTION),
 )
 
 # What each function may touch (least privilege): data stores, queues, Bedrock.

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from tests.e2e.harness import LocalEngram, Tenant, eventually, pending_from_transcript
 
-from engram.api.models import ROUTES
+from engram.api.routes import ROUTES
 from engram.local.tokens import TokenSigner
 
 pytestmark = pytest.mark.e2e

@@ -1,13 +1,15 @@
 """How a Lambda handler answers an API Gateway HTTP API (payload v2) event.
 
-Each HTTP function is a Powertools ``APIGatewayHttpResolver`` used the way its docs show::
+Each HTTP function is a Powertools ``APIGatewayHttpResolver`` whose routes come from the one
+route table (``engram.api.routes.ROUTES``: path, method and the name of the Python function)::
 
     app = http_app()  # the resolver, with register_error_handlers(app) below
 
-    @app.get("/v1/memories/<memory_id>")
     def get_memory(memory_id: str) -> Response[str]:
         req = request(app)
         return respond(200, ...)
+
+    bind_routes(app, "memories", globals())  # every route of the table's "memories" function
 
     @instrument
     def handler(event, context):
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -58,6 +60,7 @@ from engram.settings import Settings
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
+    from engram.api.routes import HttpFunction
     from engram.bootstrap import Container
 
 M = TypeVar("M", bound=BaseModel)
@@ -157,6 +160,33 @@ def http_app() -> APIGatewayHttpResolver:
     app = _thread_safe_resolver_class()()
     register_error_handlers(app)
     return app
+
+
+def bind_routes(
+    app: APIGatewayHttpResolver, function: HttpFunction, handlers: Mapping[str, Any]
+) -> None:
+    """Register on ``app`` every route ``engram.api.routes.ROUTES`` gives ``function``, each to
+    the Python function its ``handler`` names in ``handlers`` (a handler module's ``globals()``),
+    called with the path parameters positionally in path order. A route whose Python function
+    is missing is an error at import, not a 404 at run time."""
+    from engram.api.routes import routes_of
+
+    for route in routes_of(function):
+        fn = handlers.get(route.handler)
+        if not callable(fn):
+            raise LookupError(
+                f"{route.route_key}: functions/{function}/handler.py has no {route.handler}()"
+            )
+        app.route(route.resolver_rule, route.method)(_positional(fn, route.path_parameters))
+
+
+def _positional(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., Any]:
+    def endpoint(**params: str) -> Any:
+        return fn(*(params[name] for name in names))
+
+    endpoint.__name__ = endpoint.__qualname__ = getattr(fn, "__name__", "endpoint")
+    endpoint.__doc__ = fn.__doc__
+    return endpoint
 
 
 def _thread_safe_resolver_class() -> type[APIGatewayHttpResolver]:

@@ -1,4 +1,4 @@
-"""The models of the v1 HTTP API (SPEC §4): every input, every output, the route table.
+"""The models of the v1 HTTP API: every input and every output (routes: ``engram.api.routes``).
 
 **Inputs** are defined where they are used — behavioural memory's in
 ``engram.behaviour.inputs``, explicit memories' in ``engram.memories.inputs``, transcripts in
@@ -344,174 +344,13 @@ class ErasureReceipt(ResponseModel):
     counts: ErasureCounts
 
 
-# --- the route list (for the local server, OpenAPI and documentation) ----------------------
+# --- headers -------------------------------------------------------------------------------
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
-class RouteSpec(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
-    path: str
-    summary: str
-    request: type[BaseModel] | None = None
-    query: type[BaseModel] | None = None
-    response: type[BaseModel] | None = None
-    status: int = 200
-    auth: bool = True
-    body_required: bool = True
-    idempotency_key: bool = False
-    """The route reads an ``Idempotency-Key`` header: the same key within 24 hours is the same
-    request (stored once), another body under it is 422 ``idempotency_key_reused``."""
-
-    @property
-    def route_key(self) -> str:
-        return f"{self.method} {self.path}"
-
-
-ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec(
-        method="GET",
-        path="/v1/health",
-        summary="status of Redis and PostgreSQL",
-        response=HealthResponse,
-        auth=False,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/observations",
-        summary="queue typed observations",
-        request=ObservationsRequest,
-        response=AcceptedResponse,
-        status=202,
-        idempotency_key=True,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/events",
-        summary="queue raw query and tool events",
-        request=EventsRequest,
-        response=AcceptedResponse,
-        status=202,
-        idempotency_key=True,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/sessions",
-        summary="consolidate and recall",
-        request=SessionRequest,
-        response=SessionResponse,
-    ),
-    RouteSpec(method="GET", path="/v1/facts", summary="the caller's facts", response=FactsResponse),
-    RouteSpec(method="DELETE", path="/v1/facts/{factId}", summary="forget one fact", status=204),
-    RouteSpec(
-        method="POST",
-        path="/v1/memories",
-        summary="memory_save (201 new, 200 updated)",
-        request=MemorySaveRequest,
-        response=MemoryOut,
-        status=201,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/memories",
-        summary="memory_recall, scope-merged",
-        query=MemoryRecallQuery,
-        response=MemoryListResponse,
-    ),
-    RouteSpec(method="GET", path="/v1/memories/{id}", summary="one memory", response=MemoryOut),
-    RouteSpec(
-        method="PATCH",
-        path="/v1/memories/{id}",
-        summary="edit one memory",
-        request=MemoryPatchRequest,
-        response=MemoryOut,
-    ),
-    RouteSpec(method="DELETE", path="/v1/memories/{id}", summary="delete one memory", status=204),
-    RouteSpec(
-        method="POST",
-        path="/v1/memories/{id}/archive",
-        summary="archive one memory",
-        response=MemoryOut,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/memories/{id}/history",
-        summary="the audit trail of one memory (its owner; admins: what they manage)",
-        response=MemoryHistoryResponse,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/tools",
-        summary="tool definitions (JSON Schema)",
-        response=ToolsResponse,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/tools/{name}",
-        summary="execute a tool call",
-        request=ToolCallRequest,
-        response=ToolCallResponse,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/conversations/{conversationId}/transcript",
-        summary="queue a transcript for extraction",
-        request=TranscriptRequest,
-        response=QueuedResponse,
-        status=202,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/review",
-        summary="pending memories, one page (admins)",
-        query=ReviewListQuery,
-        response=ReviewListResponse,
-    ),
-    RouteSpec(
-        method="POST",
-        path="/v1/review/{id}/approve",
-        summary="approve, optionally editing key/value first (admins)",
-        request=ApproveRequest,
-        body_required=False,
-        response=MemoryOut,
-    ),
-    RouteSpec(
-        method="POST", path="/v1/review/{id}/reject", summary="reject (admins)", response=MemoryOut
-    ),
-    RouteSpec(
-        method="PUT",
-        path="/v1/personas/{personaId}",
-        summary="persona settings",
-        request=PersonaRequest,
-        response=PersonaResponse,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/personas/{personaId}",
-        summary="persona settings",
-        response=PersonaResponse,
-    ),
-    RouteSpec(
-        method="PUT",
-        path="/v1/settings/team",
-        summary="team memory switch and retention",
-        request=TeamSettingsRequest,
-        response=TeamSettingsResponse,
-    ),
-    RouteSpec(
-        method="GET",
-        path="/v1/me/export",
-        summary="everything held about the caller",
-        response=ExportResponse,
-    ),
-    RouteSpec(method="DELETE", path="/v1/me", summary="erase the caller", response=ErasureReceipt),
-)
-
-
 __all__ = [
+    "IDEMPOTENCY_HEADER",
     "PATH_PARAMETERS",
-    "ROUTES",
     "AcceptedResponse",
     "ApproveRequest",
     "DependencyStatus",
@@ -544,7 +383,6 @@ __all__ = [
     "RetentionSettingsOut",
     "ReviewListQuery",
     "ReviewListResponse",
-    "RouteSpec",
     "SessionRequest",
     "SessionResponse",
     "SessionSections",

@@ -1,4 +1,5 @@
-"""An OpenAPI 3.1 document for the v1 API, built from the models of ``engram.api.models``.
+"""An OpenAPI 3.1 document for the v1 API, built from the route table (``engram.api.routes``)
+and the models of ``engram.api.models``.
 
 ``openapi_document()`` returns it as a dict; ``python -m engram.api.openapi > docs/openapi.json``
 writes it. It says what the server enforces, from the same models and rules: request schemas
@@ -19,13 +20,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
-from engram.api.models import (
-    IDEMPOTENCY_HEADER,
-    PATH_PARAMETERS,
-    ROUTES,
-    ErrorBody,
-    RouteSpec,
-)
+from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
+from engram.api.routes import ROUTES, RouteSpec
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
 from engram.memories.tools import TOOL_ARGUMENTS
 

@@ -1,8 +1,8 @@
 """What ``engram serve`` runs: the route table and the background pieces around it.
 
-``build_app(settings)`` wires every route of ``engram.api.models.ROUTES`` to the very Lambda
-handlers that run in AWS (``functions/<name>/handler.py``), keyed by the same route keys API
-Gateway uses: ingest (observations, events, transcripts), session, memories (everything else).
+``build_app(settings)`` wires every route of the route table (``engram.api.routes.ROUTES``) to
+the very Lambda handler that serves it in AWS (``functions/<function>/handler.py``), keyed by
+the same route keys API Gateway uses.
 Around them:
 
 * the ingest queue: a ``LocalQueue`` whose consumer is ``functions.ingest_consumer.handler``
@@ -28,15 +28,14 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from engram.api.models import DependencyStatus, HealthResponse
+from engram.api.routes import HTTP_FUNCTIONS, ROUTES, routes_of
 from engram.bootstrap import Container, set_container
 from engram.local.gateway import RouteTable
 from engram.local.lambda_context import FakeLambdaContext, LambdaHandler
@@ -95,39 +94,17 @@ def make_health_handler(
     return handler
 
 
-#: Which function serves which route (as infra/ maps them in AWS).
+#: Which function serves which route (derived from the route table, as infra/ maps them).
 FUNCTION_ROUTES: dict[str, tuple[str, ...]] = {
-    "ingest": (
-        "POST /v1/observations",
-        "POST /v1/events",
-        "POST /v1/conversations/{conversationId}/transcript",
-    ),
-    "session": ("POST /v1/sessions",),
+    function: tuple(r.route_key for r in routes_of(function)) for function in HTTP_FUNCTIONS
 }
 INGEST_QUEUE = "engram-ingest"
 EXTRACTION_QUEUE = "engram-extraction"
 
 
-def _repo_root() -> Path:
-    import engram
-
-    return Path(engram.__file__).resolve().parents[2]
-
-
 def import_function(name: str) -> ModuleType:
-    """``functions.<name>.handler``; the repository root is put on ``sys.path`` when the
-    ``functions`` package is not importable (``engram`` run as a console script)."""
-    module = f"functions.{name}.handler"
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name not in {"functions", f"functions.{name}"}:
-            raise
-    root = _repo_root()
-    if not (root / "functions" / "__init__.py").is_file():
-        raise ModuleNotFoundError(f"no functions/ package next to {root / 'shared'}")
-    sys.path.insert(0, str(root))
-    return importlib.import_module(module)
+    """``functions.<name>.handler`` (the ``functions`` package ships in the same wheel)."""
+    return importlib.import_module(f"functions.{name}.handler")
 
 
 def maintenance_from_function() -> Callable[[], object] | None:
@@ -237,19 +214,10 @@ def build_app(
     )
     set_container(container)
 
-    ingest = import_function("ingest").handler
-    session = import_function("session").handler
-    memories = import_function("memories").handler
+    handlers = {name: import_function(name).handler for name in HTTP_FUNCTIONS}
     ingest_queue.consumer = import_function("ingest_consumer").handler
 
-    routes: RouteTable = {}
-    for spec in _route_keys():
-        if spec in FUNCTION_ROUTES["ingest"]:
-            routes[spec] = ingest
-        elif spec in FUNCTION_ROUTES["session"]:
-            routes[spec] = session
-        else:
-            routes[spec] = memories
+    routes: RouteTable = {r.route_key: handlers[r.function] for r in ROUTES}
     if parts is None:
         probes = probes or {}
         routes["GET /v1/health"] = make_health_handler(
@@ -272,12 +240,6 @@ def build_app(
         extraction_queue=extraction_queue,
         scheduler=scheduler,
     )
-
-
-def _route_keys() -> list[str]:
-    from engram.api.models import ROUTES
-
-    return [r.route_key for r in ROUTES]
 
 
 def build_routes(settings: Settings) -> RouteTable:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from engram.api.errors import HttpError, error_response
+from engram.api.routes import PUBLIC_ROUTES
 from engram.errors import Unauthorized
 from engram.local.lambda_context import FakeLambdaContext, LambdaHandler
 from engram.local.tokens import TokenSigner
@@ -30,7 +31,6 @@ _log = logging.getLogger("engram.local.gateway")
 #: ``{"GET /v1/memories/{id}": handler}``; ``{name+}`` matches the rest of the path.
 RouteTable = dict[str, LambdaHandler]
 
-PUBLIC_ROUTES: frozenset[str] = frozenset({"GET /v1/health"})
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 

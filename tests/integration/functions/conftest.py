@@ -21,10 +21,9 @@ from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.sqs import SqsSender
-from engram.api.models import ROUTES as SPEC_ROUTES
+from engram.api.routes import ROUTES as SPEC_ROUTES
 from engram.bootstrap import Container, set_container
 from engram.clock import Clock
-from engram.local.app import FUNCTION_ROUTES
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.local.sqs import LocalQueue, LocalSqs
@@ -35,13 +34,8 @@ FUNCTIONS: dict[str, Any] = {
     "session": session_fn.handler,
     "memories": memories_fn.handler,
 }
-#: route key -> function, as ``engram serve`` and infra/ map them (memories: everything else)
-ROUTE_FUNCTION = {
-    route.route_key: next(
-        (name for name, keys in FUNCTION_ROUTES.items() if route.route_key in keys), "memories"
-    )
-    for route in SPEC_ROUTES
-}
+#: route key -> function, from the route table (as ``engram serve`` and infra/ map them)
+ROUTE_FUNCTION = {route.route_key: route.function for route in SPEC_ROUTES}
 
 
 @dataclass

@@ -12,7 +12,7 @@ import httpx
 from tests.integration.functions.conftest import settings_for
 from tests.support.services import RedisTarget
 
-from engram.api.models import ROUTES
+from engram.api.routes import ROUTES
 from engram.bootstrap import set_container
 from engram.local.app import build_app
 from engram.local.server import LocalService

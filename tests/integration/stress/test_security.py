@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from tests.integration.stress.conftest import Live, eventually
 from tests.support.services import RedisTarget
 
-from engram.api.models import ROUTES
+from engram.api.routes import ROUTES
 from engram.local.tokens import ALGORITHM, ISSUER
 from engram.memories.hint import CLOSE_TAG, OPEN_TAG
 

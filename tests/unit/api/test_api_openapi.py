@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from engram import errors, limits
-from engram.api.models import ROUTES
 from engram.api.openapi import openapi_document
+from engram.api.routes import ROUTES
 from engram.fields import NAME_PATTERN
 from engram.local.server import _PROTOCOL_ERROR_CODES
 from engram.memories.tools import TOOL_ARGUMENTS

@@ -22,9 +22,8 @@ from functions.session import handler as session_fn
 
 from engram import limits
 from engram.adapters.apigateway import http_app, request, respond
-from engram.api.models import ROUTES
+from engram.api.routes import ROUTES
 from engram.bootstrap import Container, set_container
-from engram.local.app import FUNCTION_ROUTES
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.settings import Settings
@@ -84,7 +83,7 @@ def call(name: str, ev: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
 
 
 def function_of(route_key: str) -> str:
-    return next((n for n, keys in FUNCTION_ROUTES.items() if route_key in keys), "memories")
+    return next(r.function for r in ROUTES if r.route_key == route_key)
 
 
 def concrete(path: str, value: str = "x1") -> str:

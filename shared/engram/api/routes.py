@@ -1,0 +1,335 @@
+"""The route table of the v1 HTTP API: the one place a route is written.
+
+Each ``RouteSpec`` says which function serves the route and by which Python function of
+``functions/<function>/handler.py`` (``handler``), whether it needs a token, and its request,
+query and response models. Everything else is derived from ``ROUTES``:
+
+* the handlers' resolvers (``engram.adapters.apigateway.bind_routes`` registers each route of a
+  function on its ``APIGatewayHttpResolver``, and refuses a route without its Python function);
+* the local server's route table and its public routes (``engram.local``);
+* the OpenAPI document (``engram.api.openapi``, committed as ``docs/openapi.json``);
+* the API Gateway routes of the CDK stack (``infra.stacks.service``), plus ``CATCH_ALL``;
+* the tests' route lists.
+
+To add a route: add its ``RouteSpec`` here, write its Python function in the handler module,
+regenerate ``docs/openapi.json`` (``uv run python -m engram.api.openapi > docs/openapi.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from engram.api.models import (
+    AcceptedResponse,
+    ApproveRequest,
+    ErasureReceipt,
+    EventsRequest,
+    ExportResponse,
+    FactsResponse,
+    HealthResponse,
+    MemoryHistoryResponse,
+    MemoryListResponse,
+    MemoryOut,
+    MemoryPatchRequest,
+    MemoryRecallQuery,
+    MemorySaveRequest,
+    ObservationsRequest,
+    PersonaRequest,
+    PersonaResponse,
+    QueuedResponse,
+    ReviewListQuery,
+    ReviewListResponse,
+    SessionRequest,
+    SessionResponse,
+    TeamSettingsRequest,
+    TeamSettingsResponse,
+    ToolCallRequest,
+    ToolCallResponse,
+    ToolsResponse,
+    TranscriptRequest,
+)
+
+#: The Lambda functions that answer HTTP (``functions/<name>/handler.py``).
+HttpFunction = Literal["ingest", "session", "memories"]
+HTTP_FUNCTIONS: tuple[HttpFunction, ...] = ("ingest", "session", "memories")
+
+#: API Gateway sends every other ``/v1`` path here, so unknown paths get the API's JSON 404.
+CATCH_ALL = "/v1/{proxy+}"
+CATCH_ALL_FUNCTION: HttpFunction = "memories"
+
+
+class RouteSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+    path: str
+    """API Gateway's form: ``{name}`` for a path parameter (its rule: ``PATH_PARAMETERS``)."""
+    function: HttpFunction
+    handler: str
+    """The Python function of ``functions/<function>/handler.py`` that answers the route; it
+    takes the path parameters positionally, in path order."""
+    summary: str
+    request: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+    auth: bool = True
+    body_required: bool = True
+    idempotency_key: bool = False
+    """The route reads an ``Idempotency-Key`` header: the same key within 24 hours is the same
+    request (stored once), another body under it is 422 ``idempotency_key_reused``."""
+
+    @property
+    def route_key(self) -> str:
+        """``"METHOD /path/{param}"``, as API Gateway names a route."""
+        return f"{self.method} {self.path}"
+
+    @property
+    def path_parameters(self) -> tuple[str, ...]:
+        return tuple(s[1:-1] for s in self.path.split("/") if s.startswith("{") and s.endswith("}"))
+
+    @property
+    def resolver_rule(self) -> str:
+        """The path in Powertools' form (``<param>``)."""
+        return "/".join(
+            f"<{s[1:-1]}>" if s.startswith("{") and s.endswith("}") else s
+            for s in self.path.split("/")
+        )
+
+
+ROUTES: tuple[RouteSpec, ...] = (
+    RouteSpec(
+        method="GET",
+        path="/v1/health",
+        function="memories",
+        handler="get_health",
+        summary="status of Redis and PostgreSQL",
+        response=HealthResponse,
+        auth=False,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/observations",
+        function="ingest",
+        handler="post_observations",
+        summary="queue typed observations",
+        request=ObservationsRequest,
+        response=AcceptedResponse,
+        status=202,
+        idempotency_key=True,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/events",
+        function="ingest",
+        handler="post_events",
+        summary="queue raw query and tool events",
+        request=EventsRequest,
+        response=AcceptedResponse,
+        status=202,
+        idempotency_key=True,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/sessions",
+        function="session",
+        handler="post_session",
+        summary="consolidate and recall",
+        request=SessionRequest,
+        response=SessionResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/facts",
+        function="memories",
+        handler="get_facts",
+        summary="the caller's facts",
+        response=FactsResponse,
+    ),
+    RouteSpec(
+        method="DELETE",
+        path="/v1/facts/{factId}",
+        function="memories",
+        handler="delete_fact",
+        summary="forget one fact",
+        status=204,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/memories",
+        function="memories",
+        handler="post_memory",
+        summary="memory_save (201 new, 200 updated)",
+        request=MemorySaveRequest,
+        response=MemoryOut,
+        status=201,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memories",
+        function="memories",
+        handler="get_memories",
+        summary="memory_recall, scope-merged",
+        query=MemoryRecallQuery,
+        response=MemoryListResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memories/{id}",
+        function="memories",
+        handler="get_memory",
+        summary="one memory",
+        response=MemoryOut,
+    ),
+    RouteSpec(
+        method="PATCH",
+        path="/v1/memories/{id}",
+        function="memories",
+        handler="patch_memory",
+        summary="edit one memory",
+        request=MemoryPatchRequest,
+        response=MemoryOut,
+    ),
+    RouteSpec(
+        method="DELETE",
+        path="/v1/memories/{id}",
+        function="memories",
+        handler="delete_memory",
+        summary="delete one memory",
+        status=204,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/memories/{id}/archive",
+        function="memories",
+        handler="archive_memory",
+        summary="archive one memory",
+        response=MemoryOut,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/memories/{id}/history",
+        function="memories",
+        handler="get_memory_history",
+        summary="the audit trail of one memory (its owner; admins: what they manage)",
+        response=MemoryHistoryResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/tools",
+        function="memories",
+        handler="get_tools",
+        summary="tool definitions (JSON Schema)",
+        response=ToolsResponse,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/tools/{name}",
+        function="memories",
+        handler="post_tool",
+        summary="execute a tool call",
+        request=ToolCallRequest,
+        response=ToolCallResponse,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/conversations/{conversationId}/transcript",
+        function="ingest",
+        handler="post_transcript",
+        summary="queue a transcript for extraction",
+        request=TranscriptRequest,
+        response=QueuedResponse,
+        status=202,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/review",
+        function="memories",
+        handler="get_review",
+        summary="pending memories, one page (admins)",
+        query=ReviewListQuery,
+        response=ReviewListResponse,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/review/{id}/approve",
+        function="memories",
+        handler="approve",
+        summary="approve, optionally editing key/value first (admins)",
+        request=ApproveRequest,
+        body_required=False,
+        response=MemoryOut,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/review/{id}/reject",
+        function="memories",
+        handler="reject",
+        summary="reject (admins)",
+        response=MemoryOut,
+    ),
+    RouteSpec(
+        method="PUT",
+        path="/v1/personas/{personaId}",
+        function="memories",
+        handler="put_persona",
+        summary="persona settings",
+        request=PersonaRequest,
+        response=PersonaResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/personas/{personaId}",
+        function="memories",
+        handler="get_persona",
+        summary="persona settings",
+        response=PersonaResponse,
+    ),
+    RouteSpec(
+        method="PUT",
+        path="/v1/settings/team",
+        function="memories",
+        handler="put_team_settings",
+        summary="team memory switch and retention",
+        request=TeamSettingsRequest,
+        response=TeamSettingsResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/me/export",
+        function="memories",
+        handler="get_export",
+        summary="everything held about the caller",
+        response=ExportResponse,
+    ),
+    RouteSpec(
+        method="DELETE",
+        path="/v1/me",
+        function="memories",
+        handler="delete_me",
+        summary="erase the caller",
+        response=ErasureReceipt,
+    ),
+)
+
+
+def routes_of(function: HttpFunction) -> tuple[RouteSpec, ...]:
+    """The routes ``function`` answers, in table order."""
+    return tuple(r for r in ROUTES if r.function == function)
+
+
+#: Route keys that need no token (API Gateway's ``HttpNoneAuthorizer``).
+PUBLIC_ROUTES: frozenset[str] = frozenset(r.route_key for r in ROUTES if not r.auth)
+
+__all__ = [
+    "CATCH_ALL",
+    "CATCH_ALL_FUNCTION",
+    "HTTP_FUNCTIONS",
+    "PUBLIC_ROUTES",
+    "ROUTES",
+    "HttpFunction",
+    "RouteSpec",
+    "routes_of",
+]
