@@ -69,10 +69,22 @@ LAMBDA_PLATFORM = Platform()
 
 @dataclass(frozen=True)
 class Source:
-    """A file or folder copied into a bundle at ``dest`` (a posix path relative to the root)."""
+    """A file or folder copied into a bundle at ``dest`` (a posix path relative to the root),
+    without the sub-folders ``exclude`` names (posix paths relative to ``path``)."""
 
     path: Path
     dest: str
+    exclude: tuple[str, ...] = ()
+
+
+#: Parts of ``shared/engram`` that are dev tools, never deployed: the local server, its
+#: API Gateway and SQS stand-ins and dev tokens (``engram serve``).
+LOCAL_ONLY: tuple[str, ...] = ("local",)
+
+
+def engram_source(repo_root: Path = REPO_ROOT) -> Source:
+    """``shared/engram`` as the bundle's top-level package ``engram``, without ``LOCAL_ONLY``."""
+    return Source(repo_root / "shared" / "engram", "engram", exclude=LOCAL_ONLY)
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,7 @@ def app_function(name: str, repo_root: Path = REPO_ROOT) -> FunctionSpec:
     package_init = repo_root / "functions" / "__init__.py"
     if package_init.is_file():
         sources.append(Source(package_init, "functions/__init__.py"))
-    sources.append(Source(repo_root / "shared" / "engram", "engram"))
+    sources.append(engram_source(repo_root))
     client = repo_root / CLIENT_PACKAGE
     if client.is_dir():
         sources.append(Source(client, "engram_client"))
@@ -107,7 +119,7 @@ def migrate_function(repo_root: Path = REPO_ROOT) -> FunctionSpec:
         "migrate",
         (
             Source(repo_root / "infra" / "functions" / "migrate", "engram_migrate"),
-            Source(repo_root / "shared" / "engram", "engram"),
+            engram_source(repo_root),
         ),
         "engram_migrate.handler.handler",
     )
@@ -116,13 +128,16 @@ def migrate_function(repo_root: Path = REPO_ROOT) -> FunctionSpec:
 # --- hashing ------------------------------------------------------------------------------
 
 
-def _walk(path: Path) -> Iterator[Path]:
-    """Files under ``path`` in a stable order, without caches and compiled files."""
+def _walk(path: Path, exclude: Sequence[str] = ()) -> Iterator[Path]:
+    """Files under ``path`` in a stable order, without caches, compiled files and the
+    sub-folders ``exclude`` names."""
     if path.is_file():
         yield path
         return
+    skipped = {path / e for e in exclude}
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and here / d not in skipped)
         for filename in sorted(filenames):
             if not filename.endswith(_SKIP_SUFFIXES):
                 yield Path(dirpath) / filename
@@ -132,7 +147,7 @@ def _bundle_files(sources: Sequence[Source]) -> Iterator[tuple[str, Path]]:
     for source in sources:
         if not source.path.exists():
             raise FileNotFoundError(f"bundle source missing: {source.path}")
-        for file in _walk(source.path):
+        for file in _walk(source.path, source.exclude):
             rel = "" if source.path.is_file() else file.relative_to(source.path).as_posix()
             yield (f"{source.dest}/{rel}" if rel else source.dest), file
 

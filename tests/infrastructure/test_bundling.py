@@ -19,8 +19,10 @@ from infra.bundling import (
     app_function,
     build_bundle,
     build_dependencies,
+    copy_sources,
     dependencies_hash,
     function_code,
+    migrate_function,
     source_hash,
 )
 from infra.config import LAMBDA_FUNCTIONS
@@ -207,7 +209,28 @@ def test_each_real_function_bundle_imports_its_handler(
     else:
         spec = app_function(name)
     bundle = build_bundle(spec, tmp_path / "bundle", platform=HOST)
+    assert not (bundle / "engram" / "local").exists()
     assert import_in_bundle(bundle, spec.handler.rsplit(".", 1)[0], call=False) == "imported"
+
+
+@pytest.mark.parametrize("name", [*LAMBDA_FUNCTIONS, "migrate"])
+def test_no_deployed_asset_holds_the_local_dev_server(name: str, tmp_path: Path) -> None:
+    """``engram/local`` (``engram serve``, its API Gateway and SQS stand-ins, dev tokens) is a
+    dev tool: no Lambda asset carries it, and the rest of ``engram`` is all there."""
+    spec = migrate_function() if name == "migrate" else app_function(name)
+    copy_sources(spec, tmp_path)
+    shipped = {
+        p.relative_to(tmp_path / "engram").as_posix() for p in (tmp_path / "engram").rglob("*.py")
+    }
+    source = REPO_ROOT / "shared" / "engram"
+    expected = {
+        p.relative_to(source).as_posix()
+        for p in source.rglob("*.py")
+        if p.relative_to(source).parts[0] != "local"
+    }
+    assert (source / "local" / "server.py").is_file()  # there is something to leave out
+    assert not (tmp_path / "engram" / "local").exists()
+    assert shipped == expected
 
 
 def test_lambda_platform_is_arm64_cpython312() -> None:
