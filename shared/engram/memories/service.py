@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
@@ -210,24 +210,38 @@ class MemoryService:
 
     def recall(self, caller: Caller, request: MemoryRecallQuery) -> list[Memory]:
         """Scope-merged recall; empty when memory is off or the persona is not allowed."""
-        query_s, persona = request.query or "", request.persona_id
+        return self.recall_each(caller, [request])[0]
+
+    def recall_each(
+        self, caller: Caller, requests: Sequence[MemoryRecallQuery]
+    ) -> list[list[Memory]]:
+        """Several recalls of one persona behind one access check (the persona and the team
+        switch are read once): one list per request, in order; all empty when memory is off or
+        the persona is not allowed."""
+        personas = {r.persona_id for r in requests}
+        if len(personas) > 1:
+            raise ValueError("recall_each: every request names the same persona")
+        persona = next(iter(personas), None)
         ctx = context_for(caller)
         persona_cfg = self._persona(ctx, persona)
-        if persona and not persona_allows(caller, persona_cfg):
-            return []
-        if not self._enabled(ctx, persona_cfg):
-            return []  # off globally, for the team, or in this persona's conversations
-        return self._store.recall(
-            ctx,
-            RecallRequest(
-                team_id=caller.team_id,
-                user_id=caller.user_id,
-                persona_id=persona,
-                query=query_s,
-                limit=request.max_results,
-                embedding=self._embed(query_s),
-            ),
-        )
+        if (persona and not persona_allows(caller, persona_cfg)) or not self._enabled(
+            ctx, persona_cfg
+        ):
+            return [[] for _ in requests]  # off globally, for the team, or in this persona
+        return [
+            self._store.recall(
+                ctx,
+                RecallRequest(
+                    team_id=caller.team_id,
+                    user_id=caller.user_id,
+                    persona_id=persona,
+                    query=request.query or "",
+                    limit=request.max_results,
+                    embedding=self._embed(request.query or ""),
+                ),
+            )
+            for request in requests
+        ]
 
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""

@@ -107,19 +107,22 @@ class SessionService:
         return memories if isinstance(memories, MemoryService) else memories()
 
     def _recall(self, caller: Caller, persona_id: str | None, query: str | None) -> Recalled:
-        service = self._memories()
-        top = service.recall(
-            caller, MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
-        )
-        hint = build_memory_hint(top, self.hint_max_chars)
-        if query:
-            found = service.recall(
-                caller,
+        """The hint's memories and, with a query, the query's: behind one access check."""
+        top_query = MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
+        if not query:
+            (top,) = self._memories().recall_each(caller, [top_query])
+            return Recalled(memories=top[:SESSION_MEMORIES], hint=self._hint(top))
+        top, found = self._memories().recall_each(
+            caller,
+            [
+                top_query,
                 MemoryRecallQuery(query=query, max_results=SESSION_MEMORIES, persona_id=persona_id),
-            )
-        else:
-            found = top[:SESSION_MEMORIES]
-        return Recalled(memories=found, hint=hint)
+            ],
+        )
+        return Recalled(memories=found, hint=self._hint(top))
+
+    def _hint(self, top: list[Memory]) -> str:
+        return build_memory_hint(top, self.hint_max_chars)
 
     def start(
         self, caller: Caller, *, persona_id: str | None = None, query: str | None = None

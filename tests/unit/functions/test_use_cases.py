@@ -20,7 +20,7 @@ from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
 from engram.errors import InvalidInput, RateLimited, Unavailable
 from engram.identity import Caller
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest, PersonaRequest
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 from engram.use_cases.ingest import IngestService
@@ -73,16 +73,16 @@ class SlowMemories(MemoryService):
         self.__dict__.update(inner.__dict__)
         self.gate = gate
 
-    def recall(self, caller: Caller, request: Any) -> list[Any]:
+    def recall_each(self, caller: Caller, requests: Any) -> list[list[Any]]:
         self.gate.wait(5)
-        return super().recall(caller, request)
+        return super().recall_each(caller, requests)
 
 
 class BrokenMemories(MemoryService):
     def __init__(self, inner: MemoryService) -> None:
         self.__dict__.update(inner.__dict__)
 
-    def recall(self, caller: Caller, request: Any) -> list[Any]:
+    def recall_each(self, caller: Caller, requests: Any) -> list[list[Any]]:
         raise Unavailable("PostgreSQL is unavailable")
 
 
@@ -224,3 +224,50 @@ def test_a_refused_rate_limit_queues_nothing() -> None:
     with pytest.raises(RateLimited):
         IngestService(queue, limiter=Refuse(), **WINDOWS).accept_events(ALICE, events)
     assert queue.bodies == []
+
+
+class CountingStore(InMemoryMemoryStore):
+    """Counts the store reads a session's recall makes."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.reads: dict[str, int] = {"persona": 0, "team": 0, "recall": 0}
+
+    def get_persona(self, ctx: Any, persona_id: str) -> Any:
+        self.reads["persona"] += 1
+        return super().get_persona(ctx, persona_id)
+
+    def get_team_settings(self, ctx: Any) -> Any:
+        self.reads["team"] += 1
+        return super().get_team_settings(ctx)
+
+    def recall(self, ctx: Any, request: Any) -> Any:
+        self.reads["recall"] += 1
+        return super().recall(ctx, request)
+
+
+def test_a_session_checks_persona_and_team_once() -> None:
+    """With a query and a persona: one persona read, one team read, two recalls (the hint's
+    and the query's) — the access check is not repeated per recall."""
+    clock = FakeClock()
+    store = CountingStore(clock)
+    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
+    memories.put_persona(admin, "helper", PersonaRequest())
+    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix", persona_id="helper"))
+    store.reads = dict.fromkeys(store.reads, 0)
+    behaviour = BehaviourService(InMemoryBehaviourStore(clock=clock), clock=clock)
+    context = SessionService(behaviour, memories).start(ALICE, persona_id="helper", query="editor")
+    assert context.degraded == []
+    assert [m.key for m in context.memories] == ["editor"]
+    assert "helix" in context.memories_section
+    assert store.reads == {"persona": 1, "team": 1, "recall": 2}
+
+
+def test_recall_each_refuses_two_personas() -> None:
+    _, memories = services()
+    with pytest.raises(ValueError, match="same persona"):
+        memories.recall_each(
+            ALICE,
+            [MemoryRecallQuery(persona_id="a"), MemoryRecallQuery(persona_id="b")],
+        )
