@@ -56,9 +56,6 @@ def post_transcript(conversation_id: str) -> Response[str]:
     caller = req.caller
     conversation = path_param("conversationId", conversation_id)  # checked before anything
     body = req.body(TranscriptRequest)
-    if body.persona_id is not None:
-        # 403 / memory-disabled exactly like a memory save with this persona
-        req.container.memories.check_persona_access(caller, body.persona_id)
     job = req.container.ingest.queue_transcript(caller, conversation, body)
     add_metric("TranscriptsQueued")
     return respond(

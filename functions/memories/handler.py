@@ -38,7 +38,6 @@ from engram.api.presenters import (
     tool_call_response,
     tools_response,
 )
-from engram.errors import NotFound
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -76,15 +75,13 @@ def get_health() -> Response[str]:
 # --- facts ---------------------------------------------------------------------------------
 def get_facts() -> Response[str]:
     req = request(app)
-    facts = req.container.behaviour.list_facts(req.caller.identity_id)
-    return respond(200, facts_response(facts))
+    return respond(200, facts_response(req.container.facts.list(req.caller)))
 
 
 def delete_fact(fact_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    if not req.container.behaviour.forget_fact(caller.identity_id, _id("factId", fact_id)):
-        raise NotFound("fact not found")
+    req.container.facts.forget(caller, _id("factId", fact_id))
     return respond(204)
 
 
@@ -92,7 +89,7 @@ def delete_fact(fact_id: str) -> Response[str]:
 def post_memory() -> Response[str]:
     req = request(app)
     caller = req.caller
-    memory, created = req.container.memories.save(caller, req.body(MemorySaveRequest))
+    memory, created = req.container.memory_use_cases.save(caller, req.body(MemorySaveRequest))
     add_metric("MemoriesSaved")
     return respond(201 if created else 200, memory_out(memory))
 
@@ -100,41 +97,47 @@ def post_memory() -> Response[str]:
 def get_memories() -> Response[str]:
     req = request(app)
     caller = req.caller
-    found = req.container.memories.recall(caller, MemoryRecallQuery.model_validate(req.query()))
+    found = req.container.memory_use_cases.recall(
+        caller, MemoryRecallQuery.model_validate(req.query())
+    )
     return respond(200, memory_list(found))
 
 
 def get_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(200, memory_out(req.container.memories.get(caller, _id("id", memory_id))))
+    return respond(
+        200, memory_out(req.container.memory_use_cases.get(caller, _id("id", memory_id)))
+    )
 
 
 def patch_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     memory_id = _id("id", memory_id)
-    memory = req.container.memories.update(caller, memory_id, req.body(MemoryPatchRequest))
+    memory = req.container.memory_use_cases.update(caller, memory_id, req.body(MemoryPatchRequest))
     return respond(200, memory_out(memory))
 
 
 def delete_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    req.container.memories.delete(caller, _id("id", memory_id))
+    req.container.memory_use_cases.delete(caller, _id("id", memory_id))
     return respond(204)
 
 
 def archive_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(200, memory_out(req.container.memories.archive(caller, _id("id", memory_id))))
+    return respond(
+        200, memory_out(req.container.memory_use_cases.archive(caller, _id("id", memory_id)))
+    )
 
 
 def get_memory_history(memory_id: str) -> Response[str]:
     req = request(app)
     memory_id = _id("id", memory_id)
-    actions = req.container.memories.history(req.caller, memory_id)
+    actions = req.container.memory_use_cases.history(req.caller, memory_id)
     return respond(200, memory_history(memory_id, actions))
 
 
@@ -142,7 +145,7 @@ def get_memory_history(memory_id: str) -> Response[str]:
 def get_tools() -> Response[str]:
     req = request(app)
     _ = req.caller
-    return respond(200, tools_response(req.container.memories.tool_definitions("json_schema")))
+    return respond(200, tools_response(req.container.memory_use_cases.tools("json_schema")))
 
 
 def post_tool(name: str) -> Response[str]:
@@ -150,7 +153,7 @@ def post_tool(name: str) -> Response[str]:
     caller = req.caller
     name = _id("name", name)
     body = req.body(ToolCallRequest, empty_as_object=True)
-    result = req.container.memories.execute_tool(
+    result = req.container.memory_use_cases.call_tool(
         caller,
         name,
         dict(body.arguments),
@@ -164,7 +167,9 @@ def post_tool(name: str) -> Response[str]:
 def get_review() -> Response[str]:
     req = request(app)
     caller = req.caller
-    page = req.container.memories.list_pending(caller, ReviewListQuery.model_validate(req.query()))
+    page = req.container.memory_use_cases.pending(
+        caller, ReviewListQuery.model_validate(req.query())
+    )
     return respond(200, review_page(page))
 
 
@@ -173,14 +178,16 @@ def approve(memory_id: str) -> Response[str]:
     caller = req.caller
     memory_id = _id("id", memory_id)
     body = req.body(ApproveRequest, empty_as_object=True)
-    memory = req.container.memories.approve(caller, memory_id, body)
+    memory = req.container.memory_use_cases.approve(caller, memory_id, body)
     return respond(200, memory_out(memory))
 
 
 def reject(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(200, memory_out(req.container.memories.reject(caller, _id("id", memory_id))))
+    return respond(
+        200, memory_out(req.container.memory_use_cases.reject(caller, _id("id", memory_id)))
+    )
 
 
 # --- personas and team settings ------------------------------------------------------------
@@ -188,21 +195,23 @@ def put_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     persona_id = _id("personaId", persona_id)
-    persona = req.container.memories.put_persona(caller, persona_id, req.body(PersonaRequest))
+    persona = req.container.memory_use_cases.put_persona(
+        caller, persona_id, req.body(PersonaRequest)
+    )
     return respond(200, persona_response(persona))
 
 
 def get_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    persona = req.container.memories.get_persona(caller, _id("personaId", persona_id))
+    persona = req.container.memory_use_cases.get_persona(caller, _id("personaId", persona_id))
     return respond(200, persona_response(persona))
 
 
 def put_team_settings() -> Response[str]:
     req = request(app)
     caller = req.caller
-    saved = req.container.memories.put_team_settings(caller, req.body(TeamSettingsRequest))
+    saved = req.container.memory_use_cases.put_team_settings(caller, req.body(TeamSettingsRequest))
     return respond(200, team_settings_response(saved))
 
 

@@ -36,6 +36,9 @@ part                     built from
 ``ingest``               ``IngestService`` (the ingest function)
 ``sessions``             ``SessionService`` (the session function)
 ``me``                   ``MeService``: export and erasure across both stores
+``facts``                ``FactsService``: the caller's facts (the memories function)
+``memory_use_cases``     ``MemoryUseCases``: memories, tools, review, personas, team
+                         settings (the memories function)
 ``cache_rotation``       ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the
                          ElastiCache user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
 =======================  ===============================================================
@@ -76,8 +79,10 @@ if TYPE_CHECKING:
     from engram.memories.ports import Embedder
     from engram.memories.service import MemoryService
     from engram.ratelimit import RateLimiter
+    from engram.use_cases.facts import FactsService
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
+    from engram.use_cases.memories import MemoryUseCases
     from engram.use_cases.ports import IdempotencyKeys, MessageQueue
     from engram.use_cases.session import SessionService
 
@@ -411,6 +416,10 @@ class Container:
                 clock=self.clock,
                 limiter=self.ingest_limiter,
                 keys=self.ingest_keys,
+                # late: the memory service (PostgreSQL) is built at the first persona check
+                persona_access=lambda caller, persona: self.memories.check_persona_access(  # noqa: PLW0108
+                    caller, persona
+                ),
                 observation_retention_days=self.settings.observation_retention_days,
                 retry_window_s=self.settings.ingest_retry_window_s,
             )
@@ -441,6 +450,24 @@ class Container:
             return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
 
         return self._part("me", make)
+
+    @property
+    def facts(self) -> FactsService:
+        def make() -> FactsService:
+            from engram.use_cases.facts import FactsService
+
+            return FactsService(self.behaviour)
+
+        return self._part("facts", make)
+
+    @property
+    def memory_use_cases(self) -> MemoryUseCases:
+        def make() -> MemoryUseCases:
+            from engram.use_cases.memories import MemoryUseCases
+
+            return MemoryUseCases(self.memories)
+
+        return self._part("memory_use_cases", make)
 
     @property
     def cache_rotation(self) -> CacheSecretRotation:

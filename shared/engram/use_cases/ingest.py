@@ -5,8 +5,8 @@
   .observation_retention_days``) and at most 5 minutes ahead, by server time; otherwise 422.
 * ``POST /v1/events``: raw events become observations (server-side emission).
 * ``POST /v1/conversations/{id}/transcript``: one ``TranscriptJob`` on the extraction queue,
-  charged 1 to the rate limiter. The ingest handler first checks the persona the way a memory
-  save does (``MemoryService.check_persona_access``).
+  charged 1 to the rate limiter, after the persona is checked the way a memory save checks it
+  (``MemoryService.check_persona_access``, given as ``persona_access``).
 
 Idempotency is for retries, not repeats. A *retry* is the same request again (a client that
 got a 503, a 429 or no answer); a *repeat* is a new request that happens to look the same (the
@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,8 +117,13 @@ class IngestService:
         clock: Clock | None = None,
         limiter: Limiter | None = None,
         keys: IdempotencyKeys | None = None,
+        persona_access: Callable[[Caller, str], None] | None = None,
     ) -> None:
-        """``observation_retention_days`` and ``retry_window_s`` are
+        """``persona_access(caller, persona_id)`` raises what a memory save with that persona
+        would (``MemoryService.check_persona_access``); a transcript naming a persona is
+        checked by it before anything is charged or queued.
+
+        ``observation_retention_days`` and ``retry_window_s`` are
         ``Settings.observation_retention_days`` and ``Settings.ingest_retry_window_s``.
         Without ``keys`` a key is not remembered: its ids come from the current UTC day and
         another body under the same key is not detected (the container always gives one).
@@ -130,6 +135,7 @@ class IngestService:
         self.queue = queue
         self.limiter = limiter
         self.keys = keys
+        self.persona_access = persona_access
         self.retry_window_ms = retry_window_s * 1000
         self.retention_ms = observation_retention_days * DAY_MS
         self.extraction_queue = extraction_queue
@@ -229,8 +235,13 @@ class IngestService:
     ) -> TranscriptJob:
         """Queue one transcript for extraction; the limiter charges 1 (429 queues nothing).
 
-        The caller's right to the persona is checked before this (see the module docstring).
+        A transcript naming a persona is refused first (403 / memory disabled) when a memory
+        save with that persona would be.
         """
+        if request.persona_id is not None:
+            if self.persona_access is None:
+                raise Unavailable("no persona check: a transcript naming a persona is refused")
+            self.persona_access(caller, request.persona_id)
         if self.limiter is not None:
             self.limiter.check(caller.identity_id, cost=1)
         job = TranscriptJob.new(
