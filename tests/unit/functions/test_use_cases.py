@@ -18,7 +18,8 @@ from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
-from engram.errors import InvalidInput, RateLimited, Unavailable
+from engram.errors import Forbidden, InvalidInput, RateLimited, Unavailable
+from engram.extraction.models import TranscriptRequest
 from engram.identity import Caller
 from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest, PersonaRequest
 from engram.memories.service import MemoryService
@@ -271,3 +272,37 @@ def test_recall_each_refuses_two_personas() -> None:
             ALICE,
             [MemoryRecallQuery(persona_id="a"), MemoryRecallQuery(persona_id="b")],
         )
+
+
+def test_a_transcript_naming_a_persona_is_checked_before_it_is_charged_or_queued() -> None:
+    clock = FakeClock()
+    store = InMemoryMemoryStore(clock)
+    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
+    memories.put_persona(admin, "closed", PersonaRequest(allowed_groups=["staff"]))
+    charged: list[int] = []
+
+    class Limiter:
+        def check(self, identity_id: str, cost: int = 1) -> None:
+            charged.append(cost)
+
+    queue = Queue()
+    ingest = IngestService(
+        None,
+        extraction_queue=queue,
+        clock=clock,
+        limiter=Limiter(),
+        persona_access=memories.check_persona_access,
+        **WINDOWS,
+    )
+    messages = [{"role": "user", "content": "I use helix"}]
+    closed = TranscriptRequest.model_validate({"personaId": "closed", "messages": messages})
+    with pytest.raises(Forbidden):
+        ingest.queue_transcript(ALICE, "c1", closed)
+    assert (charged, queue.bodies) == ([], [])
+    ingest.queue_transcript(ALICE, "c1", TranscriptRequest.model_validate({"messages": messages}))
+    assert (charged, len(queue.bodies)) == ([1], 1)
+    unchecked = IngestService(None, extraction_queue=queue, clock=clock, **WINDOWS)
+    with pytest.raises(Unavailable):
+        unchecked.queue_transcript(ALICE, "c1", closed)
+    assert len(queue.bodies) == 1
