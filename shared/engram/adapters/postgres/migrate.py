@@ -76,6 +76,13 @@ def load_migrations() -> list[Migration]:
         match = _NAME.match(entry.name)
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    # a version is applied once: two files with one number would leave the second never run
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        clash = sorted(
+            {f"{m.version:04d}_{m.name}" for m in found if versions.count(m.version) > 1}
+        )
+        raise RuntimeError(f"migrations share a version number: {', '.join(clash)}; renumber one")
     return sorted(found, key=lambda m: m.version)
 
 
