@@ -133,6 +133,14 @@ class MonitoringStack(Stack):
                 f"{name} p99 duration near its timeout",
             )
 
+        # A rotation step that fails leaves the cache secret's rotation unfinished (retried by
+        # Secrets Manager); any error is worth a look.
+        alarm(
+            "CacheRotationErrors",
+            service.cache_rotation_function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+            1,
+            "cache secret rotation step failed (see the rotate-cache function's logs)",
+        )
         alarm(
             "MaintenanceFailures",
             service.maintenance_failures.metric_approximate_number_of_messages_visible(

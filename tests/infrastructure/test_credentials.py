@@ -310,6 +310,15 @@ def test_the_cache_secret_rotates_on_a_schedule_by_the_rotation_function(
         assert not _actions_on(synth, other_role, on_user)
         assert "secretsmanager:PutSecretValue" not in _actions_on(synth, other_role, on_secret)
 
+    # a failed step is alarmed
+    alarms = [
+        a["Properties"]
+        for a in synth.resources("AWS::CloudWatch::Alarm", "Monitoring").values()
+        if a["Properties"].get("MetricName") == "Errors"
+        and function_id in json.dumps(a["Properties"].get("Dimensions", []))
+    ]
+    assert [a for a in alarms if a["Threshold"] == 1 and a["AlarmActions"]]
+
     # the ElastiCache API is reachable from the isolated subnets
     services = [
         json.dumps(e["Properties"]["ServiceName"])
