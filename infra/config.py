@@ -26,6 +26,10 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
 )
 """The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
 
+CACHE_ROTATION_FUNCTION = "rotate_cache"
+"""The rotation function of the cache secret (``functions/rotate_cache/handler.py``), invoked
+by Secrets Manager only."""
+
 TeamId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 """A team id that can be part of a Cognito scope name (``engram/team.<team>``)."""
 

@@ -36,7 +36,7 @@ from engram.api.routes import ROUTES as API_ROUTES
 from engram.bedrock_ids import ACTIONS as BEDROCK_ACTIONS
 from engram.bedrock_ids import invoke_grants
 from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
-from infra.config import LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
+from infra.config import CACHE_ROTATION_FUNCTION, LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
 from infra.constructs.common import log_retention, removal_policy
 from infra.constructs.function import ARCHITECTURE, RUNTIME, EngramFunction
 from infra.constructs.nag import acknowledge
@@ -451,7 +451,7 @@ class ServiceStack(Stack):
         # pending password while the secret switches, then only the new one; the functions
         # read the secret again when refused. No deploy is part of a rotation.
         rotation = make(
-            app_function("rotate_cache", repo_root),
+            app_function(CACHE_ROTATION_FUNCTION, repo_root),
             FunctionConfig(memory_mb=256, timeout_s=CACHE_ROTATION_TIMEOUT_S),
             {
                 **base_env,

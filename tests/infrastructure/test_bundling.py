@@ -25,7 +25,7 @@ from infra.bundling import (
     migrate_function,
     source_hash,
 )
-from infra.config import LAMBDA_FUNCTIONS
+from infra.config import CACHE_ROTATION_FUNCTION, LAMBDA_FUNCTIONS
 from tests.infrastructure.bundles import HOST, import_in_bundle
 from tests.infrastructure.synth import Synthesized
 
@@ -184,7 +184,8 @@ def test_a_built_bundle_imports_its_handler_on_python312(
 
 
 def _real_functions() -> list[str]:
-    return [n for n in LAMBDA_FUNCTIONS if (REPO_ROOT / "functions" / n / "handler.py").is_file()]
+    names = (*LAMBDA_FUNCTIONS, CACHE_ROTATION_FUNCTION)
+    return [n for n in names if (REPO_ROOT / "functions" / n / "handler.py").is_file()]
 
 
 # Every real functions/<name>/handler.py is bundled and imported. While none exists yet (the
