@@ -480,6 +480,12 @@ class ServiceStack(Stack):
             rotation_lambda=rotation,
             automatically_after=Duration.days(config.cache_rotation_days),
         )
+        # Only Secrets Manager acting for this account may invoke it (no confused deputy).
+        for child in rotation.node.find_all():
+            if isinstance(child, lambda_.CfnPermission) and child.principal == (
+                "secretsmanager.amazonaws.com"
+            ):
+                child.source_account = Aws.ACCOUNT_ID
         self.cache_rotation_function = rotation
 
         # --- HTTP API ----------------------------------------------------------------------

@@ -271,7 +271,9 @@ def test_the_cache_secret_rotates_on_a_schedule_by_the_rotation_function(
         for p in synth.resources("AWS::Lambda::Permission").values()
         if p["Properties"]["Principal"] == "secretsmanager.amazonaws.com"
     ]
-    assert [p for p in permissions if _ref(p["FunctionName"]) == function_id]
+    mine = [p for p in permissions if _ref(p["FunctionName"]) == function_id]
+    assert mine
+    assert all(p["SourceAccount"] == {"Ref": "AWS::AccountId"} for p in mine)  # no deputy
 
     # it knows the user and the cache, but holds no password
     variables = _variables(fn)
