@@ -14,9 +14,12 @@ from aws_lambda_powertools.event_handler import Response
 
 from engram.adapters.apigateway import bind_routes, http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
+from engram.api.http import etag, if_match_versions
 from engram.api.models import (
     ApproveRequest,
+    BulkReviewRequest,
     HealthResponse,
+    MemoryListQuery,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemorySaveRequest,
@@ -26,21 +29,30 @@ from engram.api.models import (
     ToolCallRequest,
 )
 from engram.api.presenters import (
+    bulk_review_response,
     erasure_receipt,
     export_response,
     facts_response,
     memory_history,
     memory_list,
     memory_out,
+    memory_page,
+    persona_list,
     persona_response,
     review_page,
     team_settings_response,
     tool_call_response,
     tools_response,
 )
+from engram.memories.models import Memory
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
+
+
+def _one(status: int, memory: Memory) -> Response[str]:
+    """One memory, with its ``ETag`` (its version), which ``If-Match`` sends back."""
+    return respond(status, memory_out(memory), headers={"ETag": etag(memory.version)})
 
 
 def _version() -> str:
@@ -91,7 +103,7 @@ def post_memory() -> Response[str]:
     caller = req.caller
     memory, created = req.container.memory_use_cases.save(caller, req.body(MemorySaveRequest))
     add_metric("MemoriesSaved")
-    return respond(201 if created else 200, memory_out(memory))
+    return _one(201 if created else 200, memory)
 
 
 def get_memories() -> Response[str]:
@@ -103,35 +115,44 @@ def get_memories() -> Response[str]:
     return respond(200, memory_list(found))
 
 
+def get_memory_list() -> Response[str]:
+    req = request(app)
+    query = MemoryListQuery.model_validate(req.query())
+    return respond(200, memory_page(req.container.memory_use_cases.page(req.caller, query)))
+
+
 def get_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(
-        200, memory_out(req.container.memory_use_cases.get(caller, _id("id", memory_id)))
-    )
+    return _one(200, req.container.memory_use_cases.get(caller, _id("id", memory_id)))
 
 
 def patch_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     memory_id = _id("id", memory_id)
-    memory = req.container.memory_use_cases.update(caller, memory_id, req.body(MemoryPatchRequest))
-    return respond(200, memory_out(memory))
+    versions = if_match_versions(req.header("if-match"))
+    patch = req.body(MemoryPatchRequest)
+    memories = req.container.memory_use_cases
+    return _one(200, memories.update(caller, memory_id, patch, if_versions=versions))
 
 
 def delete_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    req.container.memory_use_cases.delete(caller, _id("id", memory_id))
+    memory_id = _id("id", memory_id)
+    versions = if_match_versions(req.header("if-match"))
+    req.container.memory_use_cases.delete(caller, memory_id, if_versions=versions)
     return respond(204)
 
 
 def archive_memory(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(
-        200, memory_out(req.container.memory_use_cases.archive(caller, _id("id", memory_id)))
-    )
+    memory_id = _id("id", memory_id)
+    versions = if_match_versions(req.header("if-match"))
+    memories = req.container.memory_use_cases
+    return _one(200, memories.archive(caller, memory_id, if_versions=versions))
 
 
 def get_memory_history(memory_id: str) -> Response[str]:
@@ -178,19 +199,28 @@ def approve(memory_id: str) -> Response[str]:
     caller = req.caller
     memory_id = _id("id", memory_id)
     body = req.body(ApproveRequest, empty_as_object=True)
-    memory = req.container.memory_use_cases.approve(caller, memory_id, body)
-    return respond(200, memory_out(memory))
+    return _one(200, req.container.memory_use_cases.approve(caller, memory_id, body))
 
 
 def reject(memory_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
-    return respond(
-        200, memory_out(req.container.memory_use_cases.reject(caller, _id("id", memory_id)))
-    )
+    return _one(200, req.container.memory_use_cases.reject(caller, _id("id", memory_id)))
+
+
+def post_review_bulk() -> Response[str]:
+    req = request(app)
+    caller = req.caller
+    outcomes = req.container.memory_use_cases.review_many(caller, req.body(BulkReviewRequest))
+    return respond(200, bulk_review_response(outcomes))
 
 
 # --- personas and team settings ------------------------------------------------------------
+def get_personas() -> Response[str]:
+    req = request(app)
+    return respond(200, persona_list(req.container.memory_use_cases.personas(req.caller)))
+
+
 def put_persona(persona_id: str) -> Response[str]:
     req = request(app)
     caller = req.caller
@@ -213,6 +243,12 @@ def put_team_settings() -> Response[str]:
     caller = req.caller
     saved = req.container.memory_use_cases.put_team_settings(caller, req.body(TeamSettingsRequest))
     return respond(200, team_settings_response(saved))
+
+
+def get_team_settings() -> Response[str]:
+    req = request(app)
+    settings = req.container.memory_use_cases.team_settings(req.caller)
+    return respond(200, team_settings_response(settings))
 
 
 # --- the caller's data ---------------------------------------------------------------------

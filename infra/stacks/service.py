@@ -80,7 +80,7 @@ BEDROCK_USERS = frozenset({"session", "memories", "maintenance"})
 INGEST_SENDERS = frozenset({"ingest"})
 EXTRACTION_SENDERS = frozenset({"ingest"})
 EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
-CURSOR_SIGNERS = frozenset({"memories"})  # review cursors: GET /v1/review
+CURSOR_SIGNERS = frozenset({"memories"})  # page cursors: GET /v1/review, GET /v1/memories/list
 
 CACHE_ROTATION_TIMEOUT_S = 900
 """One rotation step may wait for the ElastiCache user to be active before and after
@@ -513,8 +513,11 @@ class ServiceStack(Stack):
                         "authorization",
                         "content-type",
                         "idempotency-key",  # ingest tells retries from repeats by it
+                        "if-match",  # edits of a memory only apply to the version read
                         "x-engram-user",
                     ],
+                    # a browser reads a memory's version and a 429's wait from these
+                    expose_headers=["etag", "retry-after"],
                     allow_methods=[
                         apigwv2.CorsHttpMethod.GET,
                         apigwv2.CorsHttpMethod.POST,

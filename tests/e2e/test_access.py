@@ -28,6 +28,7 @@ SAMPLE_BODIES: dict[str, Any] = {
     },
     "PUT /v1/personas/{personaId}": {"memoryEnabled": True},
     "PUT /v1/settings/team": {"memoryEnabled": True},
+    "POST /v1/review/bulk": {"action": "approve", "ids": ["00000000-0000-4000-8000-000000000000"]},
 }
 
 

@@ -54,6 +54,26 @@ _IDEMPOTENCY_PARAMETER: dict[str, Any] = {
 }
 
 
+_IF_MATCH_PARAMETER: dict[str, Any] = {
+    "name": "If-Match",
+    "in": "header",
+    "required": False,
+    "description": (
+        'The memory\'s ETag as read ("3"): change it only if it is still at that version, '
+        "else 412 precondition_failed and nothing changes. `*`, or no header: whatever its "
+        "version. Compared strongly: a weak tag never matches."
+    ),
+    "schema": {"type": "string"},
+}
+_ETAG_HEADER: dict[str, Any] = {
+    "ETag": {
+        "description": "The memory's version in quotes; send it back as If-Match.",
+        "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+    }
+}
+_PRECONDITION_FAILED = "the If-Match no longer matches: the memory changed since it was read"
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -138,6 +158,8 @@ def openapi_document() -> dict[str, Any]:
             params += _query_parameters(route.query)
         if route.idempotency_key:
             params.append(_IDEMPOTENCY_PARAMETER)
+        if route.if_match:
+            params.append(_IF_MATCH_PARAMETER)
         if params:
             op["parameters"] = params
         if route.request is not None:
@@ -146,6 +168,8 @@ def openapi_document() -> dict[str, Any]:
                 "content": {"application/json": {"schema": keys[(route.request, "validation")]}},
             }
         ok: dict[str, Any] = {"description": "success"}
+        if route.etag:
+            ok["headers"] = _ETAG_HEADER
         if route.response is not None:
             ok["content"] = {
                 "application/json": {"schema": keys[(route.response, "serialization")]}
@@ -154,7 +178,8 @@ def openapi_document() -> dict[str, Any]:
         if route.status == 201:
             responses["200"] = {**ok, "description": "updated"}
         error_ref = keys[(ErrorBody, "serialization")]
-        for status, text in _ERRORS.items():
+        errors = {**_ERRORS, "412": _PRECONDITION_FAILED} if route.if_match else _ERRORS
+        for status, text in sorted(errors.items()):
             if status == "401" and not route.auth:
                 continue
             responses[status] = {

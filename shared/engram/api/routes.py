@@ -24,18 +24,23 @@ from pydantic import BaseModel, ConfigDict
 from engram.api.models import (
     AcceptedResponse,
     ApproveRequest,
+    BulkReviewRequest,
+    BulkReviewResponse,
     ErasureReceipt,
     EventsRequest,
     ExportResponse,
     FactsResponse,
     HealthResponse,
     MemoryHistoryResponse,
+    MemoryListQuery,
     MemoryListResponse,
     MemoryOut,
+    MemoryPageResponse,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemorySaveRequest,
     ObservationsRequest,
+    PersonaListResponse,
     PersonaRequest,
     PersonaResponse,
     QueuedResponse,
@@ -80,6 +85,11 @@ class RouteSpec(BaseModel):
     idempotency_key: bool = False
     """The route reads an ``Idempotency-Key`` header: the same key within 24 hours is the same
     request (stored once), another body under it is 422 ``idempotency_key_reused``."""
+    if_match: bool = False
+    """The route takes ``If-Match`` (a memory's ``ETag``): a version that no longer matches is
+    412 ``precondition_failed`` and nothing changes."""
+    etag: bool = False
+    """The answer carries the memory's ``ETag`` (its ``version`` in quotes)."""
 
     @property
     def route_key(self) -> str:
@@ -165,6 +175,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         request=MemorySaveRequest,
         response=MemoryOut,
         status=201,
+        etag=True,
     ),
     RouteSpec(
         method="GET",
@@ -177,11 +188,21 @@ ROUTES: tuple[RouteSpec, ...] = (
     ),
     RouteSpec(
         method="GET",
+        path="/v1/memories/list",
+        function="memories",
+        handler="get_memory_list",
+        summary="one page of the memories visible to the caller, newest first",
+        query=MemoryListQuery,
+        response=MemoryPageResponse,
+    ),
+    RouteSpec(
+        method="GET",
         path="/v1/memories/{id}",
         function="memories",
         handler="get_memory",
         summary="one memory",
         response=MemoryOut,
+        etag=True,
     ),
     RouteSpec(
         method="PATCH",
@@ -191,6 +212,8 @@ ROUTES: tuple[RouteSpec, ...] = (
         summary="edit one memory",
         request=MemoryPatchRequest,
         response=MemoryOut,
+        if_match=True,
+        etag=True,
     ),
     RouteSpec(
         method="DELETE",
@@ -199,6 +222,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="delete_memory",
         summary="delete one memory",
         status=204,
+        if_match=True,
     ),
     RouteSpec(
         method="POST",
@@ -207,6 +231,8 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="archive_memory",
         summary="archive one memory",
         response=MemoryOut,
+        if_match=True,
+        etag=True,
     ),
     RouteSpec(
         method="GET",
@@ -261,6 +287,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         request=ApproveRequest,
         body_required=False,
         response=MemoryOut,
+        etag=True,
     ),
     RouteSpec(
         method="POST",
@@ -269,6 +296,24 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="reject",
         summary="reject (admins)",
         response=MemoryOut,
+        etag=True,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/review/bulk",
+        function="memories",
+        handler="post_review_bulk",
+        summary="approve or reject many, a result per id (admins)",
+        request=BulkReviewRequest,
+        response=BulkReviewResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/personas",
+        function="memories",
+        handler="get_personas",
+        summary="the personas configured in the team (admins)",
+        response=PersonaListResponse,
     ),
     RouteSpec(
         method="PUT",
@@ -294,6 +339,14 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="put_team_settings",
         summary="team memory switch and retention",
         request=TeamSettingsRequest,
+        response=TeamSettingsResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/settings/team",
+        function="memories",
+        handler="get_team_settings",
+        summary="team memory switch and retention (team admins)",
         response=TeamSettingsResponse,
     ),
     RouteSpec(

@@ -15,6 +15,8 @@ from typing import Any
 from engram.identity import Caller
 from engram.memories.inputs import (
     ApproveRequest,
+    BulkReviewRequest,
+    MemoryListQuery,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemorySaveRequest,
@@ -30,7 +32,7 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
-from engram.memories.service import MemoryService
+from engram.memories.service import MemoryService, ReviewOutcome
 from engram.memories.tools import ToolFormat
 
 
@@ -49,14 +51,30 @@ class MemoryUseCases:
     def get(self, caller: Caller, memory_id: str) -> Memory:
         return self.memories.get(caller, memory_id)
 
-    def update(self, caller: Caller, memory_id: str, patch: MemoryPatchRequest) -> Memory:
-        return self.memories.update(caller, memory_id, patch)
+    def update(
+        self,
+        caller: Caller,
+        memory_id: str,
+        patch: MemoryPatchRequest,
+        *,
+        if_versions: frozenset[int] | None = None,
+    ) -> Memory:
+        """``if_versions``: the versions ``If-Match`` accepts (``None``: any)."""
+        return self.memories.update(caller, memory_id, patch, if_versions=if_versions)
 
-    def delete(self, caller: Caller, memory_id: str) -> None:
-        self.memories.delete(caller, memory_id)
+    def delete(
+        self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
+    ) -> None:
+        self.memories.delete(caller, memory_id, if_versions=if_versions)
 
-    def archive(self, caller: Caller, memory_id: str) -> Memory:
-        return self.memories.archive(caller, memory_id)
+    def archive(
+        self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
+    ) -> Memory:
+        return self.memories.archive(caller, memory_id, if_versions=if_versions)
+
+    def page(self, caller: Caller, query: MemoryListQuery) -> MemoryPage:
+        """One page of the memories visible to the caller (``MemoryService.list_memories``)."""
+        return self.memories.list_memories(caller, query)
 
     def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
         return self.memories.history(caller, memory_id)
@@ -92,6 +110,9 @@ class MemoryUseCases:
     def reject(self, caller: Caller, memory_id: str) -> Memory:
         return self.memories.reject(caller, memory_id)
 
+    def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:
+        return self.memories.review_many(caller, request)
+
     # --- personas and team settings ---------------------------------------------------------
     def put_persona(self, caller: Caller, persona_id: str, request: PersonaRequest) -> Persona:
         return self.memories.put_persona(caller, persona_id, request)
@@ -99,5 +120,11 @@ class MemoryUseCases:
     def get_persona(self, caller: Caller, persona_id: str) -> Persona:
         return self.memories.get_persona(caller, persona_id)
 
+    def personas(self, caller: Caller) -> list[Persona]:
+        return self.memories.list_personas(caller)
+
     def put_team_settings(self, caller: Caller, request: TeamSettingsRequest) -> TeamSettings:
         return self.memories.put_team_settings(caller, request)
+
+    def team_settings(self, caller: Caller) -> TeamSettings:
+        return self.memories.get_team_settings(caller)
