@@ -59,21 +59,26 @@ def server_state_rules(case: Any) -> None:
     * an observation's ``createdAt`` must lie within the retention window before the
       server's clock (and at most 5 minutes ahead of it): a numeric ``createdAt`` is set to
       the current time;
-    * a review ``cursor`` must be one the service issued (it is signed): a generated one is
-      left out (signed cursors are tested in test_input_rules.py);
+    * a page ``cursor`` (the review queue, the memory listing) must be one the service
+      issued (it is signed): a generated one is left out (signed cursors are tested in
+      test_input_rules.py and test_console_routes.py);
+    * an ``If-Match`` names the version the memory is at (else 412): a generated one is left
+      out (test_console_routes.py sends real ones);
     * an ``Idempotency-Key`` used in the last 24 hours names that request only (another body
       under it is 422): a generated key is made unique to the case.
     """
     for name in list(case.headers or {}):
         if name.lower() == IDEMPOTENCY_HEADER.lower():
             case.headers[name] = uuid.uuid4().hex
+        elif name.lower() == "if-match":
+            del case.headers[name]
     if case.operation.path == "/v1/observations" and isinstance(case.body, dict):
         items = case.body.get("observations")
         for item in items if isinstance(items, list) else []:
             created = item.get("createdAt") if isinstance(item, dict) else None
             if isinstance(created, int | float) and not isinstance(created, bool):
                 item["createdAt"] = int(time.time() * 1000)
-    if case.operation.path == "/v1/review" and isinstance(case.query, dict):
+    if case.operation.path in {"/v1/review", "/v1/memories/list"} and isinstance(case.query, dict):
         case.query.pop("cursor", None)
 
 

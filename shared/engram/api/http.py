@@ -151,8 +151,13 @@ def json_response(
 
 
 # --- entity tags ----------------------------------------------------------------------------
-#: One entity-tag of an ``If-Match`` list: optionally weak (``W/``), then a quoted opaque tag.
-_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
+#: An ``If-Match`` value: ``*``, or a list of entity-tags, each optionally weak (``W/``) and a
+#: quoted opaque tag (its JSON Schema ``pattern`` too).
+IF_MATCH_PATTERN = (
+    r'^\s*(?:\*|(?:W/)?"[!#-~\u0080-\u00ff]*"(?:\s*,\s*(?:W/)?"[!#-~\u0080-\u00ff]*")*)\s*$'
+)
+_IF_MATCH = re.compile(IF_MATCH_PATTERN)
+_ENTITY_TAG = re.compile(r'(W/)?"([^"]*)"')
 
 
 def etag(version: int) -> str:
@@ -166,14 +171,14 @@ def if_match_versions(value: str | None) -> frozenset[int] | None:
     compares strongly, so a weak tag or a tag that is not one of ours matches nothing (an
     empty set: the write fails with 412). ``InvalidHeader`` for a value that is not a list of
     entity-tags."""
-    if value is None or value.strip() == "*":
+    if value is None:
         return None
-    versions: set[int] = set()
-    for item in value.split(","):
-        match = _ENTITY_TAG.fullmatch(item)
-        if match is None:
-            raise InvalidHeader("If-Match", 'must be "*" or a list of entity-tags such as "3"')
-        weak, tag = match.groups()
-        if weak is None and tag.isdecimal() and tag.isascii() and len(tag) <= 18:
-            versions.add(int(tag))
-    return frozenset(versions)
+    if _IF_MATCH.fullmatch(value) is None:
+        raise InvalidHeader("If-Match", 'must be "*" or a list of entity-tags such as "3"')
+    if value.strip() == "*":
+        return None
+    return frozenset(
+        int(tag)
+        for weak, tag in _ENTITY_TAG.findall(value)
+        if not weak and tag.isdecimal() and tag.isascii() and len(tag) <= 18
+    )

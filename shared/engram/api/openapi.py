@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
+from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
 from engram.api.routes import ROUTES, RouteSpec
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
@@ -63,7 +64,7 @@ _IF_MATCH_PARAMETER: dict[str, Any] = {
         "else 412 precondition_failed and nothing changes. `*`, or no header: whatever its "
         "version. Compared strongly: a weak tag never matches."
     ),
-    "schema": {"type": "string"},
+    "schema": {"type": "string", "pattern": IF_MATCH_PATTERN},
 }
 _ETAG_HEADER: dict[str, Any] = {
     "ETag": {
