@@ -46,6 +46,9 @@ ADMIN_ROUTES = {
     "PUT /v1/personas/{personaId}",
     "GET /v1/personas/{personaId}",
     "PUT /v1/settings/team",
+    "POST /v1/review/bulk",
+    "GET /v1/personas",
+    "GET /v1/settings/team",
 }
 SAMPLE_BODIES: dict[str, Any] = {
     "POST /v1/observations": {
@@ -71,6 +74,7 @@ SAMPLE_BODIES: dict[str, Any] = {
         "extraction": {"enabled": False},
     },
     "PUT /v1/settings/team": {"memoryEnabled": True},
+    "POST /v1/review/bulk": {"action": "reject", "ids": ["00000000-0000-0000-0000-000000000000"]},
 }
 PATH_VALUES = {
     "id": "00000000-0000-0000-0000-000000000000",
