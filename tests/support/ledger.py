@@ -32,11 +32,16 @@ class Ledger:
 
 
 def ledger(client: Any, identity_id: str, prefix: str = PREFIX) -> Ledger:
+    """One snapshot: the four keys are read in one MULTI/EXEC (they share the identity's hash
+    tag, so one slot on a cluster too), so an observation the consumer appends meanwhile is
+    in all of them or in none."""
     tag = "{" + identity_id + "}"
-    state = client.hgetall(f"{prefix}:state:{tag}")
-    ids = client.hgetall(f"{prefix}:obsid:{tag}")
-    members = client.zrange(f"{prefix}:obs:{tag}", 0, -1)
-    facts = client.hgetall(f"{prefix}:facts:{tag}")
+    tx = client.pipeline(transaction=True)
+    tx.hgetall(f"{prefix}:state:{tag}")
+    tx.hgetall(f"{prefix}:obsid:{tag}")
+    tx.zrange(f"{prefix}:obs:{tag}", 0, -1)
+    tx.hgetall(f"{prefix}:facts:{tag}")
+    state, ids, members, facts = tx.execute()
     return Ledger(
         seq=int(state.get(b"seq", 0)),
         cursor=int(state.get(b"cursor", 0)),

@@ -715,9 +715,11 @@ class _RedisBase:
         return ids, encode_identity_cursor(page[-1][1], page[-1][0])
 
     def export(self, identity_id: str) -> dict[str, Any]:
-        """Everything stored for the identity (stored, not decayed, confidence)."""
+        """Everything stored for the identity (stored, not decayed, confidence), as one
+        snapshot: one MULTI/EXEC over keys of one slot, so the checkpoint, the observations
+        and the facts agree even while the consumer appends or a round commits."""
         state, obs, _, _, _, facts, _ = self.keys(identity_id)
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=True)
         pipe.hgetall(state)
         pipe.zrange(obs, 0, -1, withscores=True)
         pipe.hvals(facts)
