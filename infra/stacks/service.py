@@ -31,10 +31,12 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
+from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION
 from engram.api.routes import ROUTES as API_ROUTES
 from engram.bedrock_ids import ACTIONS as BEDROCK_ACTIONS
 from engram.bedrock_ids import invoke_grants
+from engram.settings import Settings
 from infra.bundling import FunctionSpec, app_function, dependencies_code, migrate_function
 from infra.config import CACHE_ROTATION_FUNCTION, LAMBDA_FUNCTIONS, FunctionConfig, StageConfig
 from infra.constructs.common import log_retention, removal_policy
@@ -85,6 +87,23 @@ CURSOR_SIGNERS = frozenset({"memories"})  # page cursors: GET /v1/review, GET /v
 CACHE_ROTATION_TIMEOUT_S = 900
 """One rotation step may wait for the ElastiCache user to be active before and after
 ModifyUser (minutes at most); a step that times out is retried by Secrets Manager."""
+
+
+def cors_allowed_headers() -> list[str]:
+    """Request headers a browser may send: the token, the body's type, the ingest
+    ``Idempotency-Key`` (retries told from repeats), ``If-Match`` and the act-as header a
+    service token names its user by. The ingest key and the act-as header are read from
+    their one definition in the service, so the preflight cannot drift from what the
+    functions read."""
+    act_as = Settings.model_fields["act_as_header"].default
+    return [
+        "authorization",
+        "content-type",
+        IDEMPOTENCY_HEADER.lower(),
+        "if-match",  # edits of a memory only apply to the version read
+        str(act_as).lower(),
+    ]
+
 
 SCHEDULES: dict[str, str] = {
     "MaintenanceFrequent": "frequent",  # extraction drain, pruning
@@ -509,13 +528,7 @@ class ServiceStack(Stack):
             cors_preflight=(
                 apigwv2.CorsPreflightOptions(
                     allow_origins=list(config.cors_allowed_origins),
-                    allow_headers=[
-                        "authorization",
-                        "content-type",
-                        "idempotency-key",  # ingest tells retries from repeats by it
-                        "if-match",  # edits of a memory only apply to the version read
-                        "x-engram-user",
-                    ],
+                    allow_headers=cors_allowed_headers(),
                     # a browser reads a memory's version and a 429's wait from these
                     expose_headers=["etag", "retry-after"],
                     allow_methods=[

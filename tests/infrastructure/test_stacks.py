@@ -14,10 +14,11 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 from infra.config import LAMBDA_FUNCTIONS, STAGES
 from infra.constructs.nag import acknowledge, enable_aws_solutions
-from infra.stacks.service import ROUTES
+from infra.stacks.service import ROUTES, cors_allowed_headers
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 
+from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION, PUBLIC_ROUTES
 from engram.api.routes import ROUTES as API_ROUTES
 from engram.settings import Settings
@@ -605,3 +606,18 @@ def test_cdk_nag_is_enforced_on_synthesis() -> None:
 def test_acknowledgment_without_a_reason_is_refused() -> None:
     with pytest.raises(ValueError, match="reason"):
         acknowledge(Stack(App(), "S"), "AwsSolutions-SQS3", "because")
+
+
+def test_cors_allows_the_headers_the_service_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preflight's headers are read from the service's own definitions (the act-as
+    setting's default, the ingest key header), not written a second time."""
+    act_as = Settings.model_fields["act_as_header"]
+    assert cors_allowed_headers() == [
+        "authorization",
+        "content-type",
+        IDEMPOTENCY_HEADER.lower(),
+        "if-match",
+        str(act_as.default).lower(),
+    ]
+    monkeypatch.setattr(act_as, "default", "X-Acting-For")
+    assert cors_allowed_headers()[-1] == "x-acting-for"

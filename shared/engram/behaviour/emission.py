@@ -223,7 +223,7 @@ def observations_from_events(
                     ids,
                     (ref, "ok"),
                     type=ObservationType.TOOL_SUCCESS,
-                    content=f"Tool {clean_text(tool, max_len=200)} succeeded",
+                    content=f"Tool {clean_text(tool, max_len=limits.MAX_NAME_CHARS)} succeeded",
                     metadata={"toolName": tool, "durationMs": event.duration_ms},
                     created_at=now_ms,
                 )
@@ -236,7 +236,7 @@ def observations_from_events(
                     }
                     if name is not None:
                         metadata["entityName"] = name
-                    label = clean_text(name or entity_id, max_len=200)
+                    label = clean_text(name or entity_id, max_len=limits.MAX_ID_CHARS)
                     try:
                         entity = _obs(
                             ids,
@@ -260,7 +260,7 @@ def observations_from_events(
                     ids,
                     (ref, "fail"),
                     type=ObservationType.TOOL_FAILURE,
-                    content=f"Tool {clean_text(tool, max_len=200)} failed",
+                    content=f"Tool {clean_text(tool, max_len=limits.MAX_NAME_CHARS)} failed",
                     metadata={"toolName": tool, "durationMs": event.duration_ms, "error": error},
                     created_at=now_ms,
                 )

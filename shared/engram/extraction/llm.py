@@ -110,7 +110,9 @@ def render_transcript(job: TranscriptJob) -> str:
 class _ModelMemory(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    key: StrictStr = Field(min_length=1, max_length=200)
+    # a model may overrun the tool schema's key length: up to twice it is normalised (and
+    # shortened) into a Proposal's key; a longer one makes the answer malformed
+    key: StrictStr = Field(min_length=1, max_length=2 * MAX_KEY_CHARS)
     value: StrictStr = Field(min_length=1, max_length=MAX_VALUE_CHARS)
     confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     scope: ProposalScope = ProposalScope.USER

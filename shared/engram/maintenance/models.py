@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from engram import limits
 from engram.clock import MS_PER_DAY
 from engram.extraction.models import TranscriptJob
 
@@ -80,8 +81,8 @@ class RetentionPolicy(_Camel):
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
     )
 
-    team_id: str = Field(min_length=1, max_length=256)
-    persona_id: str | None = Field(default=None, min_length=1, max_length=256)
+    team_id: str = Field(min_length=1, max_length=limits.MAX_ID_CHARS)
+    persona_id: str | None = Field(default=None, min_length=1, max_length=limits.MAX_ID_CHARS)
     archive_after_days: PositiveInt | None = None
     delete_archived_after_days: PositiveInt | None = None
 
@@ -98,8 +99,8 @@ class ErasureRecord(_Camel):
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
     )
 
-    team_id: str = Field(min_length=1, max_length=256)
-    user_id: str = Field(min_length=1, max_length=256)
+    team_id: str = Field(min_length=1, max_length=limits.MAX_ID_CHARS)
+    user_id: str = Field(min_length=1, max_length=limits.MAX_ID_CHARS)
     erased_at_ms: int = Field(ge=0)
 
     @property
