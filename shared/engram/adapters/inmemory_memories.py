@@ -124,7 +124,7 @@ class InMemoryMemoryStore:
         self._personas: dict[tuple[str, str], Persona] = {}
         self._teams: dict[str, TeamSettings] = {}
         self._actions: list[ReviewAction] = []
-        #: suppressions (a person's deletions and archives) -> the persona row's source user
+        #: suppressions (deletions, archives, rejections) -> the persona row's source user
         self._suppressions: dict[_SuppressionKey, str | None] = {}
         self._last = datetime.fromtimestamp(0, UTC)
 
@@ -144,7 +144,16 @@ class InMemoryMemoryStore:
             existing = self._live_row(memory)
             if existing is None:
                 self._refuse_past_limits(memory, quotas)
+            self._drop_rejected(_dedup(memory))
             return self._write(memory, existing)
+
+    def _drop_rejected(self, key: _DedupKey) -> None:
+        """As PostgreSQL's one row per key: a write that gives a key a new row first drops
+        its rejected row (the rejected value stays refused by its suppression)."""
+        for row in [r for r in self._rows.values() if r.status is Status.REJECTED]:
+            if _dedup(row) == key:
+                del self._rows[row.id]
+                self._embeddings.pop(row.id, None)
 
     def _live_row(self, memory: NewMemory) -> Memory | None:
         if memory.status not in LIVE_STATUSES:
@@ -216,6 +225,7 @@ class InMemoryMemoryStore:
                     self._refuse_past_limits(memory, quotas)
                 except QuotaExceeded:
                     return None
+            self._drop_rejected(_dedup(memory))  # of another value: an equal one suppresses
             return self._write(memory, existing)
 
     def _erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
@@ -311,6 +321,7 @@ class InMemoryMemoryStore:
             _check_version(row, if_versions)
             if row.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
+            self._drop_rejected_of_new_key(row, key)
             new = self._change(
                 row,
                 key=key,
@@ -342,9 +353,16 @@ class InMemoryMemoryStore:
                 return None
             if row.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {row.status.value})")
+            self._drop_rejected_of_new_key(row, key)
             new = self._change(row, key=key, value=value, status=status, embedding=embedding)
             self._actions.append(audit_row(decided, new.id, row, new))
+            if new.status is Status.REJECTED:
+                self._suppress(new)  # stays refused once a new value replaces the row
             return new
+
+    def _drop_rejected_of_new_key(self, row: Memory, key: str | None) -> None:
+        if key is not None and key != row.key:
+            self._drop_rejected((row.team_id, row.scope, row.owner_id, row.user_id or "", key))
 
     def _writable(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         row = self._rows.get(memory_id)

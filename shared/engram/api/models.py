@@ -334,7 +334,8 @@ class ErasureCounts(ResponseModel):
         default=0, description="Audit rows about those memories (they hold copies of them)."
     )
     suppressions: int = Field(
-        default=0, description="Remembered deletions and archives of the user's memories."
+        default=0,
+        description="Remembered deletions, archives and rejections of the user's memories.",
     )
 
 

@@ -34,9 +34,10 @@ class Status(StrEnum):
     REJECTED = "rejected"
 
 
-#: Statuses of a key's one live row: unique per (team, scope, owner, user, key) and counted by
-#: quotas. A rejected row is kept apart until erasure: it holds no key and counts toward no
-#: quota, so a new value of its key can be proposed while it keeps suppressing its own value.
+#: Statuses of a key's live row, counted by quotas. A key (team, scope, owner, user, key) has
+#: one row. A rejected row counts toward no quota and stays until erasure or until a new
+#: value of its key is saved or proposed: that write replaces it, and the rejected value
+#: stays refused by the suppression its rejection recorded.
 LIVE_STATUSES = frozenset({Status.ACTIVE, Status.PENDING_REVIEW, Status.ARCHIVED})
 #: Statuses of a proposal (waiting for review, or turned down): what team admins manage of a
 #: user's own ``user`` memories. Approved, a ``user`` memory is its owner's alone.

@@ -47,10 +47,10 @@ class MemoryStore(Protocol):
         self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
     ) -> tuple[Memory, bool]:
         """Create, or update the key's live row (same scope, owner, user, key; a rejected row
-        holds no key): value, confidence, status, provenance and ``updated_at`` change; id and
-        ``created_at`` stay. Returns the row and whether it was created. With ``quotas``, a
-        new row past a limit raises ``QuotaExceeded`` and nothing is written (checked inside
-        the write, so concurrent writers cannot both pass)."""
+        of the key is replaced by a new row): value, confidence, status, provenance and
+        ``updated_at`` change; id and ``created_at`` stay. Returns the row and whether it was
+        created. With ``quotas``, a new row past a limit raises ``QuotaExceeded`` and nothing
+        is written (checked inside the write, so concurrent writers cannot both pass)."""
         ...
 
     def propose(
@@ -64,8 +64,9 @@ class MemoryStore(Protocol):
         """A ``pending_review`` proposal in one atomic step. ``None``, nothing written, when
         ``memory.source_user_id`` was erased at or after ``not_erased_since_ms``, when a
         rejected row or a suppression holds the same key and value, when the key's live row is
-        active, or when a quota has no room for a new row. Otherwise a new row (created), or
-        the key's pending row refreshed / archived row turned into this proposal."""
+        active, or when a quota has no room for a new row. Otherwise a new row (created; it
+        replaces a rejected row of another value), or the key's pending row refreshed /
+        archived row turned into this proposal."""
         ...
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...

@@ -107,7 +107,7 @@ def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: Wor
     assert counts.memories == 4  # plus alice's two persona_user memories
     # royalty: approve + update; password: approve + delete; cancel: reject; dark mode: approve
     assert counts.review_actions == 6
-    assert counts.suppressions == 1  # the deleted password memory
+    assert counts.suppressions == 2  # the deleted password memory, the rejected cancel one
     for needle in (*ALICE_WORDS, ALICE_CONVERSATION):
         assert scan_every_table(world, needle) == {}, needle
     # bob's contribution to the persona stays, with its audit

@@ -5,10 +5,12 @@ again."""
 
 from __future__ import annotations
 
-import pytest
-from tests.integration.memories.conftest import Backend
+from collections.abc import Iterator
 
-from engram.errors import Conflict
+import pytest
+from tests.integration.memories.conftest import Backend, open_backend
+
+from engram.errors import Conflict, NotFound
 from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
@@ -16,6 +18,13 @@ from engram.memories.models import Memory, Scope, Status
 from engram.memories.service import MemoryService
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
+    yield from open_backend(request, request.param)
+
 
 ALICE = Caller(user_id="alice", team_id="t1")
 ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
@@ -134,3 +143,42 @@ def test_an_archive_by_its_owner_is_a_decision_retention_is_not(backend: Backend
     newer = proposal(svc, "job", "Globex")
     assert newer is not None
     assert newer.id == kept.id  # the key's one live row, now a proposal of the new value
+
+
+def test_a_new_value_replaces_the_rejected_row_and_the_rejection_holds(backend: Backend) -> None:
+    """A key has one row: a new value of a rejected key (proposed or saved) replaces the
+    rejected row, and the rejected value stays refused through every later change of the key."""
+    svc = backend.service()
+    p = proposal(svc, "hobby", "chess")
+    assert p is not None
+    rejected = svc.reject(ADMIN, p.id)
+    fresh = proposal(svc, "hobby", "go")
+    assert fresh is not None
+    assert fresh.id != rejected.id
+    with pytest.raises(NotFound):  # replaced
+        svc.get(ADMIN, rejected.id)
+    assert svc.reject(ADMIN, fresh.id).status is Status.REJECTED
+    assert proposal(svc, "hobby", "chess") is None
+    assert proposal(svc, "hobby", "go") is None
+    # the owner's own save of the key is a new memory, not a revived rejection
+    saved, created = svc.save(ALICE, MemorySaveRequest(key="hobby", value="bridge"))
+    assert created
+    assert (saved.status, saved.value) == (Status.ACTIVE, "bridge")
+    svc.delete(ALICE, saved.id)
+    run_every_retention_rule(svc, backend)
+    for value in ("chess", "go", "bridge"):
+        assert proposal(svc, "hobby", value) is None
+    assert proposal(svc, "hobby", "poker") is not None
+
+
+def test_renaming_a_key_onto_a_rejected_key_replaces_the_rejected_row(backend: Backend) -> None:
+    svc = backend.service()
+    p = proposal(svc, "sport", "golf")
+    assert p is not None
+    svc.reject(ADMIN, p.id)
+    kept, _ = svc.save(ALICE, MemorySaveRequest(key="games", value="tennis"))
+    renamed = svc.update(ALICE, kept.id, MemoryPatchRequest(key="sport"))
+    assert (renamed.id, renamed.key, renamed.value) == (kept.id, "sport", "tennis")
+    with pytest.raises(NotFound):
+        svc.get(ADMIN, p.id)
+    assert proposal(svc, "sport", "golf") is None

@@ -26,15 +26,40 @@ from psycopg.types.json import Jsonb
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
 from engram.errors import Conflict
 from engram.memories.lifecycle import QuotaSubject, suppression_digest
-from engram.memories.models import ERASED_ACTOR, Memory, ReviewAction, Scope, Status
+from engram.memories.models import ERASED_ACTOR, Memory, NewMemory, ReviewAction, Scope, Status
 
 #: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
 QUOTA_LOCK_CLASS = 0x454E47
 
-#: the dedup index's arbiter: a key's one live row (rejected rows hold no key)
-ON_LIVE_KEY = (
-    "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) WHERE status <> 'rejected'"
-)
+#: the dedup index's arbiter: a key's one row (migration 0010). The previous release's upserts
+#: name the same columns, so the index covers every row (see docs/deployment.md)
+ON_KEY = "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+
+
+def drop_rejected(
+    cur: Cursor[Any],
+    memory: Memory | NewMemory,
+    *,
+    key: str | None = None,
+    unless_value: str | None = None,
+) -> None:
+    """Delete the rejected row holding ``memory``'s key (or ``key``), in the caller's
+    transaction, before a write gives the key a new row: a key has one row, and a rejected
+    value stays refused by the suppression its rejection recorded. ``unless_value``: keep a
+    rejected row of that value (a proposal equal to it is refused, not written)."""
+    cur.execute(
+        "DELETE FROM memories m WHERE m.team_id = %s AND m.scope = %s AND m.owner_id = %s"
+        " AND COALESCE(m.user_id, '') = %s AND m.key = %s AND m.status = 'rejected'"
+        " AND m.value IS DISTINCT FROM %s",
+        (
+            memory.team_id,
+            memory.scope.value,
+            memory.owner_id,
+            memory.user_id or "",
+            key if key is not None else memory.key,
+            unless_value,
+        ),
+    )
 
 
 def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:
@@ -167,7 +192,7 @@ PROPOSE_SQL = (
     " AND NOT EXISTS (SELECT 1 FROM memory_suppressions s WHERE s.team_id = %(team)s"
     " AND s.scope = %(scope)s AND s.owner_id = %(owner)s"
     " AND s.user_key = COALESCE(%(user)s, '') AND s.digest = %(digest)s)"
-    f" {ON_LIVE_KEY} DO UPDATE"
+    f" {ON_KEY} DO UPDATE"
     " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
     " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
     " embedding = EXCLUDED.embedding, updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"

@@ -9,8 +9,13 @@ left to do). The embedding dimension is fixed when a migration is applied.
 ``--wait-seconds N`` keeps retrying, with exponential backoff, while the server cannot be
 reached or drops the connection (``psycopg.OperationalError``) for up to N seconds, logging
 what it waits for: on a first deploy the RDS Proxy's targets take minutes to become
-available. Re-running after a dropped connection is safe: each migration is one transaction
-recorded with its version. SQL errors are never retried.
+available. Re-running after a dropped connection is safe: the pending migrations of one run
+are one transaction, each recorded with its version. SQL errors are never retried.
+
+One transaction for the whole run, not one per migration: code of the previous release keeps
+running while a deploy migrates, and sees the schema before the run or after it, never the
+state between two migrations of one run (say, an index one migration drops and the next
+restores). The rule migrations follow for that code is in docs/deployment.md.
 
 With ``ENGRAM_DATABASE_APP_SECRET_ARN`` (the deploy-time migration in AWS) it then creates or
 updates the service's login role from that secret's ``username`` and ``password``
@@ -105,10 +110,9 @@ def apply_migrations(
                 _log.warning("engram migrate: %s", notice)
             conn.execute(_TRACKING)
             done = {row[0] for row in conn.execute("SELECT version FROM engram_migrations")}
-            for migration in load_migrations():
-                if migration.version in done:
-                    continue
-                with conn.transaction():
+            pending = [m for m in load_migrations() if m.version not in done]
+            with conn.transaction():  # the whole run or nothing (see the module docstring)
+                for migration in pending:
                     conn.execute(migration.render(embedding_dimensions).encode())
                     conn.execute(
                         "INSERT INTO engram_migrations (version, name, checksum, parameters) "
@@ -120,7 +124,7 @@ def apply_migrations(
                             embedding_dimensions,
                         ),
                     )
-                applied.append(f"{migration.version:04d}_{migration.name}")
+            applied = [f"{m.version:04d}_{m.name}" for m in pending]
             if login_role is not None:
                 ensure_login_role(conn, *login_role)
         finally:

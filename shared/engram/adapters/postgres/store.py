@@ -16,9 +16,10 @@ from psycopg.rows import dict_row
 
 from engram.adapters.inmemory_memories import decode_cursor, encode_cursor
 from engram.adapters.postgres.lifecycle import (
-    ON_LIVE_KEY,
+    ON_KEY,
     PROPOSE_SQL,
     change_row,
+    drop_rejected,
     erase_user,
     insert_audit,
     insert_suppression,
@@ -143,6 +144,10 @@ def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
         )
 
 
+class _NotProposed(Exception):
+    """A proposal wrote nothing: its transaction is rolled back."""
+
+
 class PostgresMemoryStore(PostgresPersonaStore):
     """``MemoryStore`` (here) and ``PersonaStore`` (inherited) on one database."""
 
@@ -154,13 +159,14 @@ class PostgresMemoryStore(PostgresPersonaStore):
         values = self._values(memory)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             used = lock_quotas(cur, ctx.team_id, subjects)
+            drop_rejected(cur, memory)
             cur.execute(
                 "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
                 " source_channel_id, source_user_id, confidence, status, embedding, created_at,"
                 " updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s,"
                 " %(value)s, %(channel)s, %(source)s, %(confidence)s, %(status)s,"
                 " %(embedding)s::vector, %(now)s, %(now)s)"
-                f" {ON_LIVE_KEY} DO UPDATE"
+                f" {ON_KEY} DO UPDATE"
                 " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
                 " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
                 " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
@@ -193,13 +199,14 @@ class PostgresMemoryStore(PostgresPersonaStore):
         try:
             with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
                 used = lock_quotas(cur, ctx.team_id, subjects)
+                drop_rejected(cur, memory, unless_value=memory.value)
                 cur.execute(PROPOSE_SQL, values)
                 row = cur.fetchone()
-                if row is not None and row["created"]:
+                if row is None:
+                    raise _NotProposed  # roll back: a rejected row dropped above stays
+                if row["created"]:
                     refuse_past_limits(subjects, used)
-        except QuotaExceeded:
-            return None
-        if row is None:
+        except (QuotaExceeded, _NotProposed):
             return None
         return _memory(row), bool(row["created"])
 
@@ -325,6 +332,8 @@ class PostgresMemoryStore(PostgresPersonaStore):
             _check_version(before, if_versions)
             if before.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
+            if key is not None and key != before.key:
+                drop_rejected(cur, before, key=key)
             after = change_row(
                 cur,
                 before,
@@ -363,6 +372,8 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 return None
             if before.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {before.status.value})")
+            if key is not None and key != before.key:
+                drop_rejected(cur, before, key=key)
             after = change_row(
                 cur,
                 before,
@@ -376,6 +387,9 @@ class PostgresMemoryStore(PostgresPersonaStore):
             if after is None:
                 raise Conflict("this memory was already reviewed")
             insert_audit(cur, audit_row(decided, after.id, before, after))
+            if after.status is Status.REJECTED:
+                # the value stays refused once a new value of the key replaces the row
+                insert_suppression(cur, after, decided.at)
         return after
 
     def delete(

@@ -1,0 +1,237 @@
+"""Migrations during a deploy: the write statements of the releases before run against the
+schema the shipped migrations build, on PostgreSQL 18 and 16.
+
+A deploy migrates first and replaces the functions after, so for minutes the code of the
+release before writes to the new schema (docs/deployment.md, "Migrations during a deploy").
+``PREVIOUS_RELEASES`` holds each earlier release's write statements as that release ran
+them, by the release's last migration; a release that ships a migration adds the statements
+of the release it replaces. Migration 0010 restored the unique index the release before 0007
+upserts against (0007 had made it partial); the second half of this module checks that
+0010 carries a database already at 0009 — with rejected rows sharing a key with live ones —
+into one row per key without losing a rejection.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from tests.integration.memories.test_lifecycle_migration import RECOUNT, USAGE, _migrate
+
+from engram.adapters.postgres import migrate
+from engram.adapters.postgres.migrate import apply_migrations
+from engram.adapters.postgres.pool import Database
+from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.clock import FakeClock
+from engram.identity import Caller
+from engram.memories.ports import AccessContext
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+DIMS = 64
+ADMIN = Caller(user_id="root", team_id="acme", is_team_admin=True)
+
+_UPSERT_BEFORE_0007 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, confidence, status, embedding, created_at, updated_at)"
+    " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+    " %(confidence)s, %(status)s, NULL::vector, %(now)s::timestamptz, %(now)s::timestamptz"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
+    " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
+    " embedding = EXCLUDED.embedding,"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " RETURNING id, (xmax = 0) AS created"
+)
+_UPSERT_0009 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding, created_at,"
+    " updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s,"
+    " %(value)s, %(channel)s, %(source)s, %(confidence)s, %(status)s,"
+    " NULL::vector, %(now)s, %(now)s)"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+    " WHERE status <> 'rejected' DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
+    " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
+    " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " RETURNING id, (xmax = 0) AS created"
+)
+_PROPOSE_0009 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding, created_at, updated_at)"
+    " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+    " %(source)s, %(confidence)s, 'pending_review', NULL::vector,"
+    " %(now)s::timestamptz, %(now)s::timestamptz"
+    " WHERE NOT EXISTS (SELECT 1 FROM memories r WHERE r.team_id = %(team)s"
+    " AND r.scope = %(scope)s AND r.owner_id = %(owner)s"
+    " AND COALESCE(r.user_id, '') = COALESCE(%(user)s, '') AND r.key = %(key)s"
+    " AND r.status = 'rejected' AND r.value = %(value)s)"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+    " WHERE status <> 'rejected' DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
+    " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
+    " embedding = EXCLUDED.embedding, updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " WHERE m.status IN ('pending_review', 'archived')"
+    " RETURNING id, (xmax = 0) AS created"
+)
+_REVIEW_BEFORE_0007 = (
+    "UPDATE memories SET status = %(status)s, updated_at = %(now)s"
+    " WHERE id = %(id)s AND team_id = %(team)s RETURNING id"
+)
+_AUDIT_BEFORE_0007 = (
+    "INSERT INTO review_actions (id, team_id, memory_id, actor_id, action, before, after, at)"
+    " VALUES (%(audit)s, %(team)s, %(id)s, 'root', 'reject', NULL, NULL, %(now)s)"
+)
+_DELETE_BEFORE_0007 = "DELETE FROM memories WHERE id = %(id)s AND team_id = %(team)s RETURNING id"
+
+#: release (by its last migration) -> the statements its code writes memories with, in an
+#: order one key goes through: saved, saved again, reviewed (and audited), deleted. The
+#: releases of 0008 and 0009 ran the same statements (0009's version column is kept by a
+#: trigger).
+PREVIOUS_RELEASES: dict[str, list[str]] = {
+    "0006": [
+        _UPSERT_BEFORE_0007,
+        _UPSERT_BEFORE_0007,
+        _REVIEW_BEFORE_0007,
+        _AUDIT_BEFORE_0007,
+        _DELETE_BEFORE_0007,
+    ],
+    "0009": [_UPSERT_0009, _PROPOSE_0009, _UPSERT_0009, _DELETE_BEFORE_0007],
+}
+
+
+def _now() -> datetime:
+    return datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def migrated(each_database_url: str) -> Iterator[tuple[str, Database]]:
+    apply_migrations(each_database_url, embedding_dimensions=DIMS)
+    db = Database(each_database_url, max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
+    try:
+        yield each_database_url, db
+    finally:
+        db.close()
+
+
+def _service(db: Database) -> MemoryService:
+    store = PostgresMemoryStore(db, FakeClock())
+    return MemoryService(store, store, settings=Settings(), clock=FakeClock())
+
+
+def _run(db: Database, sql: str, **values: Any) -> list[dict[str, Any]]:
+    """One statement as the service runs it: the application role, an admin of ``acme``."""
+    params = {
+        "team": "acme",
+        "scope": "user",
+        "owner": "alice",
+        "user": None,
+        "channel": "c1",
+        "source": "alice",
+        "confidence": 0.8,
+        "status": "active",
+        "now": _now(),
+        "audit": uuid.uuid4(),
+        **values,
+    }
+    with db.tenant(AccessContext("acme", "root", elevated=True)) as conn, conn.cursor() as cur:
+        cur.execute(sql, params)
+        if cur.description is None:
+            return []
+        names = [c.name for c in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+@pytest.mark.parametrize("release", sorted(PREVIOUS_RELEASES))
+def test_a_previous_releases_writes_run_on_the_migrated_schema(
+    migrated: tuple[str, Database], release: str
+) -> None:
+    _, db = migrated
+    svc = _service(db)
+    # a key the new code rejected: the previous release may still write it
+    rejected = svc.propose("acme", "alice", None, "hobby", "chess", 0.8, "c1")
+    assert rejected is not None
+    svc.reject(ADMIN, rejected.id)
+    for key in ("city", "hobby"):
+        row_id = uuid.uuid4()
+        for n, sql in enumerate(PREVIOUS_RELEASES[release]):
+            rows = _run(db, sql, id=row_id, key=key, value=f"v{n}", status="archived")
+            if sql.lstrip().startswith("INSERT INTO memories") and rows:
+                row_id = rows[0]["id"]  # the key's row, whichever statement made it
+    with psycopg.connect(migrated[0]) as conn:
+        left = conn.execute("SELECT key FROM memories ORDER BY key").fetchall()
+        assert conn.execute(USAGE).fetchall() == conn.execute(RECOUNT).fetchall()
+    assert left == []  # every key went through to its deletion
+
+
+def _raw_memory(conn: psycopg.Connection[Any], key: str, value: str, status: str, at: str) -> str:
+    memory_id = str(uuid.uuid4())
+    conn.execute(
+        "INSERT INTO memories (id, team_id, scope, owner_id, key, value, status, created_at,"
+        " updated_at) VALUES (%s, 'acme', 'user', 'alice', %s, %s, %s, %s, %s)",
+        (memory_id, key, value, status, at, at),
+    )
+    return memory_id
+
+
+def test_0010_keeps_one_row_per_key_and_every_rejection(
+    each_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database at 0009 may hold a rejected row beside the live row of its key, and two
+    rejected rows of one key: the live row and the latest rejection stay, every rejected
+    value stays refused, the counters are unchanged."""
+    _migrate(each_database_url, up_to=9, monkeypatch=monkeypatch)
+    with psycopg.connect(each_database_url) as conn:
+        shadowed = _raw_memory(conn, "hobby", "chess", "rejected", "2026-01-01T00:00:00Z")
+        live = _raw_memory(conn, "hobby", "go", "pending_review", "2026-01-02T00:00:00Z")
+        older = _raw_memory(conn, "diet", "keto", "rejected", "2026-01-01T00:00:00Z")
+        newer = _raw_memory(conn, "diet", "vegan", "rejected", "2026-01-02T00:00:00Z")
+        counters = conn.execute(USAGE).fetchall()
+    _migrate(each_database_url, monkeypatch=monkeypatch)
+    with psycopg.connect(each_database_url) as conn:
+        ids = {r[0] for r in conn.execute("SELECT id::text FROM memories").fetchall()}
+        assert ids == {live, newer}
+        assert {shadowed, older}.isdisjoint(ids)
+        assert conn.execute(USAGE).fetchall() == counters == conn.execute(RECOUNT).fetchall()
+        [(definition,)] = conn.execute(
+            "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c"
+            " ON c.oid = i.indexrelid WHERE c.relname = 'memories_dedup'"
+        ).fetchall()
+    assert "UNIQUE" in definition
+    assert "WHERE" not in definition  # an arbiter for an ON CONFLICT without a predicate
+    db = Database(each_database_url, max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
+    try:
+        svc = _service(db)
+        for key, value in (("hobby", "chess"), ("diet", "keto"), ("diet", "vegan")):
+            assert svc.propose("acme", "alice", None, key, value, 0.8, "c9") is None
+        assert svc.propose("acme", "alice", None, "diet", "paleo", 0.8, "c9") is not None
+    finally:
+        db.close()
+
+
+def test_a_run_is_applied_whole_or_not_at_all(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pending migrations of one run are one transaction: running code never sees the
+    schema between two of them, and a run that fails leaves the database as it was."""
+    _migrate(database_url, up_to=6, monkeypatch=monkeypatch)
+    shipped = migrate.load_migrations()
+    broken = migrate.Migration(9999, "broken", "SELECT * FROM no_such_table;")
+    monkeypatch.setattr(migrate, "load_migrations", lambda: [*shipped, broken])
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        migrate.apply_migrations(database_url, embedding_dimensions=DIMS)
+    monkeypatch.setattr(migrate, "load_migrations", lambda: shipped)
+    with psycopg.connect(database_url) as conn:
+        versions = conn.execute("SELECT max(version) FROM engram_migrations").fetchone()
+        tables = conn.execute("SELECT to_regclass('memory_suppressions')").fetchone()
+    assert versions == (6,)
+    assert tables == (None,)  # 0007 did not stay applied either
+    applied = migrate.apply_migrations(database_url, embedding_dimensions=DIMS)
+    assert applied == [f"{m.version:04d}_{m.name}" for m in shipped if m.version > 6]
