@@ -137,6 +137,17 @@ def counts_toward(memory: Memory, subject: QuotaSubject) -> bool:
 
 
 # --- history --------------------------------------------------------------------------------
+def private_to_its_user(ctx: AccessContext, memory: Memory) -> bool:
+    """A user's own ``user`` memory (active or archived) is theirs alone: team admins, who
+    may read every row of the team, manage proposals (pending or rejected), ``persona`` and
+    ``persona_user`` memories, not that one. True when ``ctx`` is not its owner."""
+    return (
+        memory.scope is Scope.USER
+        and memory.owner_id != ctx.user_id
+        and memory.status not in PROPOSAL_STATUSES
+    )
+
+
 def history_visible(ctx: AccessContext, memory: Memory) -> bool:
     """The owner sees the history of their memories (``user``, and ``persona_user`` of
     theirs); team admins see what they manage — proposals (pending or rejected), ``persona``
@@ -148,7 +159,7 @@ def history_visible(ctx: AccessContext, memory: Memory) -> bool:
         return True
     if not ctx.elevated:
         return False
-    return memory.scope is not Scope.USER or memory.status in PROPOSAL_STATUSES
+    return not private_to_its_user(ctx, memory)
 
 
 def last_known(actions: list[ReviewAction], team_id: str) -> Memory | None:

@@ -35,7 +35,13 @@ from engram.memories.inputs import (
     ReviewListQuery,
     TeamSettingsRequest,
 )
-from engram.memories.lifecycle import AuditStamp, Quotas, history_visible, last_known
+from engram.memories.lifecycle import (
+    AuditStamp,
+    Quotas,
+    history_visible,
+    last_known,
+    private_to_its_user,
+)
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -154,7 +160,9 @@ class MemoryService:
         return vector if any(vector) else None
 
     def _visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
-        if memory is None or not memory_visible(ctx, memory):
+        """The memory as ``caller`` may see it: 404 outside their rows, and for admins a
+        user's own ``user`` memory too (``private_to_its_user``), as for its history."""
+        if memory is None or not memory_visible(ctx, memory) or private_to_its_user(ctx, memory):
             raise NotFound("memory not found")
         if memory.scope is not Scope.USER and not persona_allows(
             caller, self._persona(ctx, memory.owner_id)
@@ -579,9 +587,9 @@ class MemoryService:
         )
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
-        """Reject a pending proposal: it becomes ``rejected`` and stays until erasure, so an
-        equal proposal is never made again (a new value of its key may be). Errors as
-        ``approve``."""
+        """Reject a pending proposal: it becomes ``rejected`` and its key and value are
+        suppressed, so an equal proposal is never made again, until erasure. A new value of
+        its key may be proposed (it replaces the rejected row). Errors as ``approve``."""
         return self._review(self._admin(caller), memory_id, Status.REJECTED, "reject")
 
     def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:

@@ -6,11 +6,12 @@ Each test ends by counting what is stored (SQL on PostgreSQL)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from tests.integration.memories.conftest import Backend
+from tests.integration.memories.conftest import Backend, open_backend
 
 from engram.errors import QuotaExceeded
 from engram.identity import Caller
@@ -19,6 +20,13 @@ from engram.memories.models import MemoryFilter, Status
 from engram.memories.privacy import system_context
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
+    yield from open_backend(request, request.param)
+
 
 ALICE = Caller(user_id="alice", team_id="t1")
 BOB = Caller(user_id="bob", team_id="t1")

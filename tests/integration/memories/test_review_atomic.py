@@ -5,12 +5,12 @@ winner's audit row is written with it; ``history`` follows the visibility rules.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from tests.integration.memories.conftest import Backend
+from tests.integration.memories.conftest import Backend, open_backend
 
 from engram.errors import Conflict, NotFound
 from engram.identity import Caller
@@ -18,6 +18,13 @@ from engram.memories.inputs import MemoryPatchRequest, MemorySaveRequest
 from engram.memories.models import Memory, Status
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
+    yield from open_backend(request, request.param)
+
 
 ALICE = Caller(user_id="alice", team_id="t1")
 BOB = Caller(user_id="bob", team_id="t1")
@@ -143,3 +150,32 @@ def test_history_visibility(backend: Backend) -> None:
     with pytest.raises(NotFound):
         svc.history(ADMIN, approved.id)
     assert [a.action for a in svc.history(ALICE, approved.id)] == ["approve"]
+
+
+def test_admins_cannot_read_or_change_a_users_own_memory(backend: Backend) -> None:
+    """What holds for its history holds for the memory itself: a team admin gets 404 on a
+    user's own ``user`` memory, active or archived, for reads, edits, archives and deletes;
+    a proposal of that user (pending or rejected) is the admin's to read."""
+    svc = backend.service()
+    private, _ = svc.save(ALICE, MemorySaveRequest(key="diagnosis", value="private"))
+    archived, _ = svc.save(ALICE, MemorySaveRequest(key="old", value="gone"))
+    svc.archive(ALICE, archived.id)
+    for memory_id in (private.id, archived.id):
+        with pytest.raises(NotFound):
+            svc.get(ADMIN, memory_id)
+        with pytest.raises(NotFound):
+            svc.update(ADMIN, memory_id, MemoryPatchRequest(value="read by admin"))
+        with pytest.raises(NotFound):
+            svc.archive(ADMIN, memory_id)
+        with pytest.raises(NotFound):
+            svc.delete(ADMIN, memory_id)
+    assert svc.get(ALICE, private.id).value == "private"
+    assert svc.get(ALICE, archived.id).status is Status.ARCHIVED
+    proposed = svc.propose("t1", "alice", None, "hobby", "chess", 0.8, "c1")
+    assert proposed is not None
+    assert svc.get(ADMIN, proposed.id).status is Status.PENDING_REVIEW
+    svc.reject(ADMIN, proposed.id)
+    assert svc.get(ADMIN, proposed.id).status is Status.REJECTED
+    # an admin's own user memory is theirs
+    mine, _ = svc.save(ADMIN, MemorySaveRequest(key="desk", value="3F"))
+    assert svc.get(ADMIN, mine.id).value == "3F"
