@@ -32,6 +32,7 @@ QUICK_DEFAULTS: dict[str, str] = {
     "ENGRAM_BENCH_SESSIONS": "50",  # bench_handlers
     "ENGRAM_BENCH_BEHAVIOUR_USERS": "40",  # bench_behaviour
     "ENGRAM_BENCH_QUALITY_CONVERSATIONS": "1",  # bench_quality
+    "ENGRAM_BENCH_QUOTA_SAVES": "30",  # bench_quota
 }
 
 
