@@ -527,7 +527,7 @@ export interface components {
             reviewActions?: number;
             /**
              * Suppressions
-             * @description Remembered deletions and archives of the user's memories.
+             * @description Remembered deletions, archives and rejections of the user's memories.
              * @default 0
              */
             suppressions?: number;
