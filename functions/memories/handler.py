@@ -45,6 +45,15 @@ from engram.api.presenters import (
     tools_response,
 )
 from engram.memories.models import Memory
+from engram.api.tool_calls import (
+    CALL_MODELS,
+    ToolCallQuery,
+    ToolsQuery,
+    agreed,
+    call_arguments,
+    checked_name,
+    render_result,
+)
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -166,22 +175,42 @@ def get_memory_history(memory_id: str) -> Response[str]:
 def get_tools() -> Response[str]:
     req = request(app)
     _ = req.caller
-    return respond(200, tools_response(req.container.memory_use_cases.tools("json_schema")))
+    fmt = ToolsQuery.model_validate(req.query()).format
+    return respond(200, tools_response(fmt, req.container.memory_use_cases.tools(fmt)))
 
 
 def post_tool(name: str) -> Response[str]:
     req = request(app)
     caller = req.caller
     name = _id("name", name)
-    body = req.body(ToolCallRequest, empty_as_object=True)
-    result = req.container.memory_use_cases.call_tool(
+    query = ToolCallQuery.model_validate(req.query())
+    memories = req.container.memory_use_cases
+    if query.format == "json_schema":
+        body = req.body(ToolCallRequest, empty_as_object=True)
+        result = memories.call_tool(
+            caller,
+            name,
+            dict(body.arguments),
+            persona_id=agreed("personaId", body.persona_id, query.persona_id),
+            source_channel_id=agreed(
+                "sourceChannelId", body.source_channel_id, query.source_channel_id
+            ),
+        )
+        return respond(200, tool_call_response(result))
+    call = req.body(CALL_MODELS[query.format])
+    checked_name(call, name)
+    arguments = call_arguments(call, name)
+    if not isinstance(arguments, dict):  # the model's arguments are not an object
+        return respond(200, render_result(query.format, call.call_id(), arguments))
+    result = memories.call_tool(
         caller,
         name,
-        dict(body.arguments),
-        persona_id=body.persona_id,
-        source_channel_id=body.source_channel_id,
+        arguments,
+        persona_id=query.persona_id,
+        source_channel_id=query.source_channel_id,
+        errors_as_results=True,
     )
-    return respond(200, tool_call_response(result))
+    return respond(200, render_result(query.format, call.call_id(), result))
 
 
 # --- review --------------------------------------------------------------------------------

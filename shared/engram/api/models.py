@@ -21,6 +21,7 @@ from pydantic.alias_generators import to_camel
 
 from engram.api.errors import ErrorCode, InvalidJsonError
 from engram.api.http import decode_json
+from engram.api.tool_calls import ToolCallQuery, ToolsQuery
 from engram.behaviour.inputs import (
     EventsRequest,
     ObservationIn,
@@ -47,6 +48,7 @@ from engram.memories.inputs import (
     ReviewListQuery,
     TeamSettingsRequest,
 )
+from engram.memories.tools import ToolFormat
 
 FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"
@@ -228,7 +230,10 @@ class ToolDefinition(ResponseModel):
 
 
 class ToolsResponse(ResponseModel):
-    tools: list[ToolDefinition]
+    """``GET /v1/tools``: ``tools`` is what the format's provider takes as its tool list."""
+
+    format: ToolFormat = "json_schema"
+    tools: list[ToolDefinition] | list[dict[str, JsonValue]]
 
 
 class ToolCallResponse(ResponseModel):
@@ -397,10 +402,12 @@ __all__ = [
     "SessionSections",
     "TeamSettingsRequest",
     "TeamSettingsResponse",
+    "ToolCallQuery",
     "ToolCallRequest",
     "ToolCallResponse",
     "ToolDefinition",
     "ToolEvent",
+    "ToolsQuery",
     "ToolsResponse",
     "TranscriptMessage",
     "TranscriptRequest",

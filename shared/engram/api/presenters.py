@@ -46,6 +46,7 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
+from engram.memories.tools import ToolFormat
 
 if TYPE_CHECKING:
     from engram.memories.service import ReviewOutcome
@@ -175,15 +176,19 @@ def session_response(context: SessionContext) -> SessionResponse:
     )
 
 
-def tools_response(definitions: Sequence[Mapping[str, Any]]) -> ToolsResponse:
-    """Tool definitions in the JSON Schema format (``engram.memories.tools``)."""
+def tools_response(fmt: ToolFormat, definitions: Sequence[Mapping[str, Any]]) -> ToolsResponse:
+    """Tool definitions in ``fmt`` (``engram.memories.tools``); ``json_schema`` as
+    ``{name, description, inputSchema}``, every other format exactly as it renders them."""
+    if fmt != "json_schema":
+        return ToolsResponse(format=fmt, tools=[dict(d) for d in definitions])
     return ToolsResponse(
+        format=fmt,
         tools=[
             ToolDefinition(
                 name=d["name"], description=d["description"], input_schema=d["parameters"]
             )
             for d in definitions
-        ]
+        ],
     )
 
 

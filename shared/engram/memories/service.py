@@ -18,7 +18,14 @@ from typing import Any, Literal, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from engram.clock import Clock, SystemClock
-from engram.errors import EngramError, Forbidden, InvalidInput, MemoryDisabled, NotFound
+from engram.errors import (
+    EngramError,
+    Forbidden,
+    InvalidInput,
+    MemoryDisabled,
+    NotFound,
+    QuotaExceeded,
+)
 from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
@@ -62,6 +69,7 @@ from engram.memories.tools import (
     RECALL,
     SAVE,
     ToolFormat,
+    argument_error,
     invalid_from,
     parse_recall_args,
     parse_save_args,
@@ -270,13 +278,43 @@ class MemoryService:
         *,
         persona_id: str | None = None,
         source_channel_id: str | None = None,
+        errors_as_results: bool = False,
     ) -> ToolResult:
         """Run a model's tool call: ``arguments`` are validated here, as the tool's arguments
         model (``MemorySaveArgs`` / ``MemoryRecallArgs``); bad ones raise ``InvalidInput``
         naming the argument. ``persona_id`` and ``source_channel_id`` are validated ids
         (``ToolCallRequest``). An unknown tool raises ``NotFound``; a disabled memory gives
         ``ok=False`` text. ``source_channel_id`` (the conversation the call came from) is the
-        provenance of a ``memory_save``; ``memory_recall`` ignores it."""
+        provenance of a ``memory_save``; ``memory_recall`` ignores it.
+
+        With ``errors_as_results``, what the model itself got wrong or can act on — arguments
+        its tool's model refuses, a full memory quota — is an ``ok=False`` result the model
+        reads instead of an exception; errors of the caller (unknown tool, persona not
+        allowed, a store down) still raise."""
+        if not errors_as_results:
+            return self._execute_tool(caller, name, arguments, persona_id, source_channel_id)
+        if name not in (SAVE, RECALL):
+            raise NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
+        try:
+            return self._execute_tool(caller, name, arguments, persona_id, source_channel_id)
+        except InvalidInput as exc:
+            return argument_error(name, exc)
+        except QuotaExceeded as exc:
+            return ToolResult(
+                name=name,
+                ok=False,
+                text=f"Nothing was saved: {exc.message}",
+                error={"code": exc.code, "message": exc.message},
+            )
+
+    def _execute_tool(
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Mapping[str, Any],
+        persona_id: str | None,
+        source_channel_id: str | None,
+    ) -> ToolResult:
         if name == SAVE:
             args = parse_save_args(arguments)
             request = MemorySaveRequest(

@@ -1,20 +1,32 @@
-"""``memory_save`` / ``memory_recall``: JSON Schemas, provider formats, argument validation."""
+"""``memory_save`` / ``memory_recall``: JSON Schemas, provider formats, argument validation.
+
+Each format is the shape that provider's API takes in its list of tools, so a caller passes
+the list on unchanged: ``json_schema`` (``{name, description, parameters}``, the schemas
+themselves), ``openai_chat`` (Chat Completions: the definition nested under ``function``),
+``openai_responses`` (the Responses API: flat, with ``strict``), ``anthropic``
+(``input_schema``), ``bedrock`` (Converse's ``toolSpec`` with ``inputSchema.json``) and ``mcp``
+(an MCP ``Tool``: ``inputSchema`` and behaviour ``annotations``).
+"""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
 from engram.errors import InvalidInput
 from engram.memories.hint import sanitise
 from engram.memories.inputs import MemoryRecallArgs, MemorySaveArgs
-from engram.memories.models import KEY_MAX, VALUE_MAX, Memory
+from engram.memories.models import KEY_MAX, VALUE_MAX, Memory, ToolResult
 
 M = TypeVar("M", bound=BaseModel)
-ToolFormat = Literal["json_schema", "openai", "anthropic", "bedrock"]
+ToolFormat = Literal[
+    "json_schema", "openai_chat", "openai_responses", "anthropic", "bedrock", "mcp"
+]
+#: every format, in the order the docs list them
+TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
 SAVE = "memory_save"
 RECALL = "memory_recall"
 #: each tool's arguments model: what it validates is what its JSON Schema says
@@ -29,6 +41,17 @@ _DESCRIPTIONS = {
         "Search the memories saved about the user. Any of the query's words may match; "
         "an empty query returns the most confident, most recent memories."
     ),
+}
+#: MCP tool annotations: recall only reads, saving a key again replaces its value, and both
+#: touch nothing but Engram's memories
+_MCP_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    name: {
+        "readOnlyHint": name == RECALL,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    for name in (SAVE, RECALL)
 }
 
 
@@ -49,40 +72,47 @@ TOOL_SCHEMAS: tuple[dict[str, Any], ...] = tuple(
 )
 
 
+def _render(fmt: ToolFormat, schema: dict[str, Any]) -> dict[str, Any]:
+    name, description, parameters = schema["name"], schema["description"], schema["parameters"]
+    if fmt == "json_schema":
+        return schema
+    if fmt == "openai_chat":
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }
+    if fmt == "openai_responses":
+        # ``strict`` is required here; strict mode would need every property required
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "strict": False,
+        }
+    if fmt == "anthropic":
+        return {"name": name, "description": description, "input_schema": parameters}
+    if fmt == "bedrock":
+        return {
+            "toolSpec": {
+                "name": name,
+                "description": description,
+                "inputSchema": {"json": parameters},
+            }
+        }
+    if fmt == "mcp":
+        return {
+            "name": name,
+            "description": description,
+            "inputSchema": parameters,
+            "annotations": dict(_MCP_ANNOTATIONS[name]),
+        }
+    raise InvalidInput("format", f"use one of {', '.join(TOOL_FORMATS)}")
+
+
 def tool_definitions(fmt: ToolFormat = "json_schema") -> list[dict[str, Any]]:
     """The two tools in a provider's format (fresh copies; callers may mutate them)."""
-    schemas = copy.deepcopy(list(TOOL_SCHEMAS))
-    if fmt == "json_schema":
-        return schemas
-    if fmt == "openai":
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": s["name"],
-                    "description": s["description"],
-                    "parameters": s["parameters"],
-                },
-            }
-            for s in schemas
-        ]
-    if fmt == "anthropic":
-        return [
-            {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]}
-            for s in schemas
-        ]
-    if fmt == "bedrock":
-        return [
-            {
-                "toolSpec": {
-                    "name": s["name"],
-                    "description": s["description"],
-                    "inputSchema": {"json": s["parameters"]},
-                }
-            }
-            for s in schemas
-        ]
-    raise InvalidInput("format", "use json_schema, openai, anthropic or bedrock")
+    return [_render(fmt, s) for s in copy.deepcopy(list(TOOL_SCHEMAS))]
 
 
 def invalid_from(exc: ValidationError, prefix: str = "") -> InvalidInput:
@@ -91,6 +121,16 @@ def invalid_from(exc: ValidationError, prefix: str = "") -> InvalidInput:
     loc = ".".join(str(p) for p in err["loc"]) or "body"
     field = f"{prefix}{loc}" if prefix else loc
     return InvalidInput(field, err["msg"], details=[{"field": field, "message": err["msg"]}])
+
+
+def argument_error(name: str, exc: InvalidInput) -> ToolResult:
+    """The result a model reads when its arguments were refused: nothing was done."""
+    return ToolResult(
+        name=name,
+        ok=False,
+        text=f"Invalid arguments, nothing was done: {exc.message}",
+        error={"code": exc.code, "message": exc.message, "field": exc.field},
+    )
 
 
 def _parse(model: type[M], arguments: object) -> M:

@@ -91,13 +91,17 @@ class MemoryUseCases:
         *,
         persona_id: str | None = None,
         source_channel_id: str | None = None,
+        errors_as_results: bool = False,
     ) -> ToolResult:
+        """``errors_as_results``: what the model got wrong is a result it reads (the
+        provider formats), not an exception (``MemoryService.execute_tool``)."""
         return self.memories.execute_tool(
             caller,
             name,
             arguments,
             persona_id=persona_id,
             source_channel_id=source_channel_id,
+            errors_as_results=errors_as_results,
         )
 
     # --- review -----------------------------------------------------------------------------

@@ -21,10 +21,15 @@ def test_json_schema_definitions() -> None:
 
 
 def test_provider_formats() -> None:
-    openai = tool_definitions("openai")
+    openai = tool_definitions("openai_chat")
     assert openai[0]["type"] == "function"
     assert openai[0]["function"]["name"] == "memory_save"
     assert openai[0]["function"]["parameters"]["type"] == "object"
+    responses = tool_definitions("openai_responses")
+    assert (responses[0]["name"], responses[0]["strict"]) == ("memory_save", False)
+    mcp = tool_definitions("mcp")
+    assert mcp[0]["inputSchema"]["required"] == ["key", "value"]
+    assert [t["annotations"]["readOnlyHint"] for t in mcp] == [False, True]
     anthropic = tool_definitions("anthropic")
     assert set(anthropic[1]) == {"name", "description", "input_schema"}
     bedrock = tool_definitions("bedrock")
