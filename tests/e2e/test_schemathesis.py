@@ -21,10 +21,13 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
+from pydantic import ValidationError
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
 from tests.e2e.harness import LocalEngram, Tenant
 
-from engram.api.models import IDEMPOTENCY_HEADER
+from engram.api.models import IDEMPOTENCY_HEADER, ToolCallRequest
+from engram.api.tool_calls import CALL_MODELS
+from engram.memories.tools import TOOL_ARGUMENTS
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +69,10 @@ def server_state_rules(case: Any) -> None:
     * an ``If-Match`` names the version the memory is at (else 412): a generated one is left
       out (test_console_routes.py sends real ones);
     * an ``Idempotency-Key`` used in the last 24 hours names that request only (another body
-      under it is 422): a generated key is made unique to the case.
+      under it is 422): a generated key is made unique to the case;
+    * the ``format`` query parameter of ``POST /v1/tools/{name}`` says which shape the body
+      is in (``call_format``), and an id given in both the body and the query must agree:
+      the query is made to match the generated body.
     """
     for name in list(case.headers or {}):
         if name.lower() == IDEMPOTENCY_HEADER.lower():
@@ -81,6 +87,33 @@ def server_state_rules(case: Any) -> None:
                 item["createdAt"] = int(time.time() * 1000)
     if case.operation.path in {"/v1/review", "/v1/memories/list"} and isinstance(case.query, dict):
         case.query.pop("cursor", None)
+    if case.operation.path.startswith("/v1/tools/") and isinstance(case.body, dict):
+        query = case.query if isinstance(case.query, dict) else {}
+        tool = case.operation.path.rsplit("/", 1)[1]
+        query["format"] = call_format(tool, case.body)
+        for name in ("personaId", "sourceChannelId"):
+            if name in case.body:
+                query[name] = case.body[name]
+        case.query = query
+
+
+def call_format(tool: str, body: dict[str, Any]) -> str:
+    """The format whose call shape ``body`` is: a provider's, else ``json_schema`` when its
+    ``arguments`` are the tool's, else ``mcp`` (both take ``{arguments}``)."""
+    for fmt, model in CALL_MODELS.items():
+        if fmt != "mcp" and _validates(model, body):
+            return fmt
+    request = _validates(ToolCallRequest, body)
+    if request is not None and _validates(TOOL_ARGUMENTS[tool], dict(request.arguments)):
+        return "json_schema"
+    return "mcp"
+
+
+def _validates(model: Any, value: Any) -> Any:
+    try:
+        return model.model_validate(value, by_alias=True, by_name=False)
+    except ValidationError:
+        return None
 
 
 @schema.parametrize()

@@ -23,6 +23,7 @@ from pydantic.json_schema import models_json_schema
 from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
 from engram.api.routes import ROUTES, RouteSpec
+from engram.api.tool_calls import CALL_MODELS, RESULT_MODELS
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
 from engram.memories.tools import TOOL_ARGUMENTS
 
@@ -108,21 +109,56 @@ def _with_json_values(node: Any) -> Any:
     return node
 
 
+#: where each provider's call names its tool (the path's name is the only one it may give)
+_CALL_NAME_PATH: dict[str, tuple[str, ...]] = {
+    "openai_chat": ("function", "name"),
+    "bedrock": ("toolUse", "name"),
+}
+
+
+def _named(fmt: str, tool: str) -> dict[str, Any]:
+    """A schema saying the call's name, when given, is ``tool``."""
+    node: dict[str, Any] = {"const": tool}
+    for part in reversed(_CALL_NAME_PATH.get(fmt, ("name",))):
+        node = {"properties": {part: node}}
+    return node
+
+
 def _tool_operations(op: dict[str, Any], keys: dict[Any, Any]) -> dict[str, dict[str, Any]]:
-    """``POST /v1/tools/{name}`` once per tool: its own path and its own ``arguments``."""
+    """``POST /v1/tools/{name}`` once per tool: its own path, its own ``arguments``, and the
+    call and result of each provider format (the ``format`` query parameter says which)."""
     out: dict[str, dict[str, Any]] = {}
     for tool, model in TOOL_ARGUMENTS.items():
         tool_op = json.loads(json.dumps(op))
         tool_op["operationId"] = "postTools" + "".join(p.title() for p in tool.split("_"))
         tool_op["summary"] = f"execute a {tool} tool call"
-        tool_op.pop("parameters", None)
+        tool_op["parameters"] = [p for p in tool_op["parameters"] if p["in"] != "path"]
         body = tool_op["requestBody"]["content"]["application/json"]
         arguments: dict[str, Any] = {"properties": {"arguments": keys[(model, "validation")]}}
         if model.model_json_schema().get("required"):  # {} would not do: send them
             arguments["required"] = ["arguments"]
-        body["schema"] = {"allOf": [body["schema"], arguments]}
+        calls = [{"allOf": [body["schema"], arguments]}]
+        calls += [
+            {"allOf": [keys[(call, "validation")], _named(fmt, tool)]}
+            for fmt, call in CALL_MODELS.items()
+        ]
+        body["schema"] = {"anyOf": calls}
+        tool_op["requestBody"]["description"] = _FORMATS_TEXT
+        ok = tool_op["responses"]["200"]["content"]["application/json"]
+        results = [keys[(m, "serialization")] for m in RESULT_MODELS.values()]
+        ok["schema"] = {"anyOf": [ok["schema"], *results]}
         out[TOOL_ROUTE.replace("{name}", tool)] = tool_op
     return out
+
+
+_FORMATS_TEXT = (
+    "The call in the shape of the `format` query parameter: `json_schema` (the default) "
+    "`{arguments, personaId?, sourceChannelId?}`; `openai_chat` a Chat Completions "
+    "`tool_calls` item; `openai_responses` a Responses `function_call` item; `anthropic` a "
+    "`tool_use` content block; `bedrock` a Converse `toolUse` content block; `mcp` the params "
+    "of `tools/call`. The answer is `{name, result}` for `json_schema`, otherwise the tool "
+    "result in that provider's shape, errors of the model's arguments included as results."
+)
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
@@ -142,6 +178,8 @@ def _operation_id(route: RouteSpec) -> str:
 def openapi_document() -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [(ErrorBody, "serialization")]
     models += [(m, "validation") for m in TOOL_ARGUMENTS.values()]
+    models += [(m, "validation") for m in CALL_MODELS.values()]
+    models += [(m, "serialization") for m in RESULT_MODELS.values()]
     for route in ROUTES:
         if route.request is not None:
             models.append((route.request, "validation"))

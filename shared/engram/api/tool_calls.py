@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from engram.api.errors import InvalidJsonError
 from engram.api.http import decode_json
@@ -234,21 +234,94 @@ def call_arguments(call: _ProviderCall, name: str) -> dict[str, Any] | ToolResul
         return argument_error(name, exc)
 
 
-def render_result(fmt: ProviderFormat, call_id: str | None, result: ToolResult) -> dict[str, Any]:
-    """``result`` as the provider's next request takes a tool's result."""
+# --- results ---------------------------------------------------------------------------------
+class _WireOut(BaseModel):
+    """A result in a provider's own field names (camelCase where the provider's are)."""
+
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
+
+
+class OpenAIChatToolMessage(_WireOut):
+    """A Chat Completions ``tool`` message (OpenAI's results have no error flag: the text
+    says what went wrong)."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    content: str
+
+
+class OpenAIResponsesFunctionCallOutput(_WireOut):
+    """A Responses ``function_call_output`` input item."""
+
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str
+
+
+class AnthropicToolResult(_WireOut):
+    """A ``tool_result`` content block (for the next user message)."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str
+    is_error: bool
+
+
+class BedrockTextContent(_WireOut):
+    text: str
+
+
+class BedrockToolResultBlock(_WireOut):
+    tool_use_id: str = Field(alias="toolUseId")
+    content: list[BedrockTextContent]
+    status: Literal["success", "error"]
+
+
+class BedrockToolResult(_WireOut):
+    """A Converse ``toolResult`` content block (for the next user message)."""
+
+    tool_result: BedrockToolResultBlock = Field(alias="toolResult")
+
+
+class McpTextContent(_WireOut):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class McpCallToolResult(_WireOut):
+    """An MCP ``CallToolResult``."""
+
+    content: list[McpTextContent]
+    is_error: bool = Field(alias="isError")
+
+
+#: each provider format's result model
+RESULT_MODELS: dict[ProviderFormat, type[_WireOut]] = {
+    "openai_chat": OpenAIChatToolMessage,
+    "openai_responses": OpenAIResponsesFunctionCallOutput,
+    "anthropic": AnthropicToolResult,
+    "bedrock": BedrockToolResult,
+    "mcp": McpCallToolResult,
+}
+
+
+def render_result(fmt: ProviderFormat, call_id: str | None, result: ToolResult) -> _WireOut:
+    """``result`` as the provider's next request takes a tool's result; ``call_id`` is the
+    provider's id of the call (every format but ``mcp`` has one)."""
     text, failed = result.text, not result.ok
-    if fmt == "openai_chat":  # no error flag: the text says what went wrong
-        return {"role": "tool", "tool_call_id": call_id, "content": text}
+    if fmt == "mcp":
+        return McpCallToolResult(content=[McpTextContent(text=text)], is_error=failed)
+    if call_id is None:
+        raise ValueError(f"a {fmt} call has an id")
+    if fmt == "openai_chat":
+        return OpenAIChatToolMessage(tool_call_id=call_id, content=text)
     if fmt == "openai_responses":
-        return {"type": "function_call_output", "call_id": call_id, "output": text}
+        return OpenAIResponsesFunctionCallOutput(call_id=call_id, output=text)
     if fmt == "anthropic":
-        return {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": failed}
-    if fmt == "bedrock":
-        return {
-            "toolResult": {
-                "toolUseId": call_id,
-                "content": [{"text": text}],
-                "status": "error" if failed else "success",
-            }
-        }
-    return {"content": [{"type": "text", "text": text}], "isError": failed}
+        return AnthropicToolResult(tool_use_id=call_id, content=text, is_error=failed)
+    block = BedrockToolResultBlock(
+        tool_use_id=call_id,
+        content=[BedrockTextContent(text=text)],
+        status="error" if failed else "success",
+    )
+    return BedrockToolResult(tool_result=block)

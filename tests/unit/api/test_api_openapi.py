@@ -10,7 +10,7 @@ from engram.api.openapi import openapi_document
 from engram.api.routes import ROUTES
 from engram.fields import NAME_PATTERN
 from engram.local.server import _PROTOCOL_ERROR_CODES
-from engram.memories.tools import TOOL_ARGUMENTS
+from engram.memories.tools import TOOL_ARGUMENTS, TOOL_FORMATS
 
 
 def refs(node: Any) -> list[str]:
@@ -43,9 +43,14 @@ def test_each_tool_is_documented_with_its_own_arguments() -> None:
     doc = openapi_document()
     assert "/v1/tools/{name}" not in doc["paths"]  # any other name is 404: no such tool
     for tool, model in TOOL_ARGUMENTS.items():
-        schema = doc["paths"][f"/v1/tools/{tool}"]["post"]["requestBody"]["content"]
-        arguments = schema["application/json"]["schema"]["allOf"][1]["properties"]["arguments"]
+        op = doc["paths"][f"/v1/tools/{tool}"]["post"]
+        calls = op["requestBody"]["content"]["application/json"]["schema"]["anyOf"]
+        arguments = calls[0]["allOf"][1]["properties"]["arguments"]
         assert arguments == {"$ref": f"#/components/schemas/{model.__name__}"}
+        # one call shape per format, each naming only this tool
+        assert len(calls) == len(TOOL_FORMATS)
+        assert f'"const": "{tool}"' in json.dumps(calls[1:])
+        assert [p["name"] for p in op["parameters"]] == ["format", "personaId", "sourceChannelId"]
 
 
 def test_path_parameters_carry_their_rule() -> None:
