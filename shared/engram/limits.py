@@ -46,6 +46,8 @@ MAX_GROUPS = 100
 #: ``maxResults`` of a recall, and its default.
 MAX_RECALL_RESULTS = 100
 DEFAULT_RECALL_RESULTS = 20
+#: Candidates of one ``POST /v1/tools/rank``.
+MAX_RANK_CANDIDATES = 200
 #: ``limit`` of one page of a listing (the review queue, the memory listing), and its default.
 MAX_PAGE = 100
 DEFAULT_PAGE = 50

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue, TypeAdapter, ValidationInfo, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from engram import limits
 from engram.behaviour.models import METADATA, ObservationType, validate_metadata
@@ -25,6 +33,7 @@ from engram.fields import (
     InputModel,
     Name,
     ToolResultJson,
+    field_error,
 )
 
 ObservationTypeName = Literal["tool_success", "tool_failure", "entity_access", "query_pattern"]
@@ -104,6 +113,34 @@ class EventsRequest(InputModel):
     events: list[Event] = Field(min_length=1, max_length=limits.MAX_BATCH_ITEMS)
 
 
+class ToolCandidate(InputModel):
+    """A tool of the caller's catalogue and its relevance ``score`` (any finite number on the
+    caller's own scale, as its catalogue search scores matches)."""
+
+    name: Name
+    score: Annotated[float, Field(allow_inf_nan=False)]
+
+
+class ToolRankRequest(InputModel):
+    """``POST /v1/tools/rank``: the candidates to order, each tool once."""
+
+    candidates: list[ToolCandidate] = Field(min_length=1, max_length=limits.MAX_RANK_CANDIDATES)
+
+    @model_validator(mode="after")
+    def _each_tool_once(self) -> ToolRankRequest:
+        seen: set[str] = set()
+        for i, candidate in enumerate(self.candidates):
+            if candidate.name in seen:
+                raise field_error(
+                    "ToolRankRequest",
+                    f"candidates.{i}.name",
+                    "value_error",
+                    "names a tool already given; give each tool once",
+                )
+            seen.add(candidate.name)
+        return self
+
+
 __all__ = [
     "Event",
     "EventsRequest",
@@ -111,5 +148,7 @@ __all__ = [
     "ObservationTypeName",
     "ObservationsRequest",
     "QueryEvent",
+    "ToolCandidate",
     "ToolEvent",
+    "ToolRankRequest",
 ]
