@@ -7,11 +7,12 @@ answers 404.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from engram import __version__
 from engram.adapters.apigateway import bind_routes, http_app, path_param, request, respond
 from engram.adapters.observability import add_metric, instrument
 from engram.api.http import etag, if_match_versions
@@ -27,6 +28,7 @@ from engram.api.models import (
     ReviewListQuery,
     TeamSettingsRequest,
     ToolCallRequest,
+    ToolRankRequest,
 )
 from engram.api.presenters import (
     bulk_review_response,
@@ -42,9 +44,9 @@ from engram.api.presenters import (
     review_page,
     team_settings_response,
     tool_call_response,
+    tool_rank_response,
     tools_response,
 )
-from engram.memories.models import Memory
 from engram.api.tool_calls import (
     CALL_MODELS,
     ToolCallQuery,
@@ -54,6 +56,8 @@ from engram.api.tool_calls import (
     checked_name,
     render_result,
 )
+from engram.memories.models import Memory
+from engram.use_cases.tool_ranking import rank_tools
 
 app = http_app()
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -62,13 +66,6 @@ _id = path_param  # every path id is checked by its rule (engram.api.models.PATH
 def _one(status: int, memory: Memory) -> Response[str]:
     """One memory, with its ``ETag`` (its version), which ``If-Match`` sends back."""
     return respond(status, memory_out(memory), headers={"ETag": etag(memory.version)})
-
-
-def _version() -> str:
-    try:
-        return version("engram")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 # --- health --------------------------------------------------------------------------------
@@ -86,11 +83,24 @@ def get_health() -> Response[str]:
     pg_status = probe(container.ping_postgres)
     body = HealthResponse(
         status="ok" if redis_status == pg_status == "ok" else "degraded",
-        version=_version(),
+        version=__version__,
         redis=redis_status,
         postgres=pg_status,
     )
     return respond(200, body, headers={"Cache-Control": "no-store"})
+
+
+# --- the OpenAPI document ------------------------------------------------------------------
+def get_openapi() -> Response[str]:
+    """No token needed: docs/openapi.json, generated from the same models."""
+    return respond(200, _openapi(), headers={"Cache-Control": "public, max-age=300"})
+
+
+@cache
+def _openapi() -> dict[str, Any]:
+    from engram.api.openapi import openapi_document  # built on first request, then kept
+
+    return openapi_document()
 
 
 # --- facts ---------------------------------------------------------------------------------
@@ -177,6 +187,14 @@ def get_tools() -> Response[str]:
     _ = req.caller
     fmt = ToolsQuery.model_validate(req.query()).format
     return respond(200, tools_response(fmt, req.container.memory_use_cases.tools(fmt)))
+
+
+def post_tools_rank() -> Response[str]:
+    req = request(app)
+    caller = req.caller
+    body = req.body(ToolRankRequest)
+    candidates = [(c.name, c.score) for c in body.candidates]
+    return respond(200, tool_rank_response(rank_tools(req.container.behaviour, caller, candidates)))
 
 
 def post_tool(name: str) -> Response[str]:

@@ -663,14 +663,16 @@ class ServiceStack(Stack):
     def _acknowledge(self) -> None:
         """Findings accepted on purpose, each with its reason (cdk-nag AwsSolutions)."""
         config = self.config
+        public = {
+            "--v1--health": "GET /v1/health is deliberately public: load balancers and uptime "
+            "checks call it without a token; it returns only store status.",
+            "--v1--openapi.json": "GET /v1/openapi.json is deliberately public: it is the API's "
+            "published description (docs/openapi.json) and holds no data.",
+        }
         for route in self.api.node.children:
-            if route.node.id.endswith("--v1--health"):
-                acknowledge(
-                    route,
-                    "AwsSolutions-APIG4",
-                    "GET /v1/health is deliberately public (SPEC section 4): load balancers and "
-                    "uptime checks call it without a token; it returns only store status.",
-                )
+            for suffix, reason in public.items():
+                if route.node.id.endswith(suffix):
+                    acknowledge(route, "AwsSolutions-APIG4", reason)
         acknowledge(
             self.cursor_key,
             "AwsSolutions-SMG4",

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+
 _EXPORTS: dict[str, str] = {
     "Observation": "engram.behaviour.models",
     "Fact": "engram.behaviour.models",

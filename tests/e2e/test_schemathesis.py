@@ -72,7 +72,9 @@ def server_state_rules(case: Any) -> None:
       under it is 422): a generated key is made unique to the case;
     * the ``format`` query parameter of ``POST /v1/tools/{name}`` says which shape the body
       is in (``call_format``), and an id given in both the body and the query must agree:
-      the query is made to match the generated body.
+      the query is made to match the generated body;
+    * the candidates of ``POST /v1/tools/rank`` name each tool once (JSON Schema's
+      ``uniqueItems`` compares whole items, not one field): a repeated name is left out.
     """
     for name in list(case.headers or {}):
         if name.lower() == IDEMPOTENCY_HEADER.lower():
@@ -87,7 +89,17 @@ def server_state_rules(case: Any) -> None:
                 item["createdAt"] = int(time.time() * 1000)
     if case.operation.path in {"/v1/review", "/v1/memories/list"} and isinstance(case.query, dict):
         case.query.pop("cursor", None)
-    if case.operation.path.startswith("/v1/tools/") and isinstance(case.body, dict):
+    if case.operation.path == "/v1/tools/rank" and isinstance(case.body, dict):
+        candidates = case.body.get("candidates")
+        if isinstance(candidates, list):
+            names: set[Any] = set()
+            case.body["candidates"] = [
+                c
+                for c in candidates
+                if not isinstance(c, dict)
+                or not (c.get("name") in names or names.add(c.get("name")))  # type: ignore[func-returns-value]
+            ]
+    elif case.operation.path.startswith("/v1/tools/") and isinstance(case.body, dict):
         query = case.query if isinstance(case.query, dict) else {}
         tool = case.operation.path.rsplit("/", 1)[1]
         query["format"] = call_format(tool, case.body)

@@ -28,7 +28,9 @@ from engram.behaviour.inputs import (
     ObservationsRequest,
     ObservationTypeName,
     QueryEvent,
+    ToolCandidate,
     ToolEvent,
+    ToolRankRequest,
 )
 from engram.extraction.models import TranscriptMessage, TranscriptRequest
 from engram.fields import Content, FactId, Identifier, InputModel, JsonObject, Name, check_json
@@ -241,6 +243,26 @@ class ToolCallResponse(ResponseModel):
     result: JsonValue
 
 
+class RankedToolOut(ResponseModel):
+    """One candidate: its ``score``, the ``affinity`` used (in [-1, 1]; 0 without a fact)
+    and ``boostedScore = score + boostFactor × affinity``."""
+
+    name: str
+    score: float
+    affinity: float
+    boosted_score: float
+
+
+class ToolRankResponse(ResponseModel):
+    """``POST /v1/tools/rank``: the candidates best first (equal boosted scores keep the
+    order they were sent in); ``degraded`` is ``["behaviour:unavailable"]`` when the facts
+    could not be read and every affinity is 0."""
+
+    tools: list[RankedToolOut]
+    boost_factor: float
+    degraded: list[str] = Field(default_factory=list)
+
+
 # --- transcripts ---------------------------------------------------------------------------
 class QueuedResponse(ResponseModel):
     """202 for ``POST /v1/conversations/{conversationId}/transcript``."""
@@ -393,6 +415,7 @@ __all__ = [
     "PersonaResponse",
     "QueryEvent",
     "QueuedResponse",
+    "RankedToolOut",
     "RetentionRule",
     "RetentionSettingsOut",
     "ReviewListQuery",
@@ -405,8 +428,11 @@ __all__ = [
     "ToolCallQuery",
     "ToolCallRequest",
     "ToolCallResponse",
+    "ToolCandidate",
     "ToolDefinition",
     "ToolEvent",
+    "ToolRankRequest",
+    "ToolRankResponse",
     "ToolsQuery",
     "ToolsResponse",
     "TranscriptMessage",

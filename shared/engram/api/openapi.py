@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
+from engram import __version__
 from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
 from engram.api.routes import ROUTES, RouteSpec
@@ -74,15 +75,6 @@ _ETAG_HEADER: dict[str, Any] = {
     }
 }
 _PRECONDITION_FAILED = "the If-Match no longer matches: the memory changed since it was read"
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("engram")
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 def _path_parameters(path: str) -> list[dict[str, Any]]:
@@ -240,7 +232,7 @@ def openapi_document() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "Engram",
-            "version": _version(),
+            "version": __version__,
             "description": "Long-term memory for chat assistants (v1).",
         },
         "paths": _with_json_values(paths),

@@ -27,6 +27,7 @@ from engram.api.models import (
     ObservationOut,
     PersonaListResponse,
     PersonaResponse,
+    RankedToolOut,
     RetentionSettingsOut,
     ReviewListResponse,
     SessionResponse,
@@ -34,6 +35,7 @@ from engram.api.models import (
     TeamSettingsResponse,
     ToolCallResponse,
     ToolDefinition,
+    ToolRankResponse,
     ToolsResponse,
 )
 from engram.behaviour.models import Fact, Observation
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from engram.memories.service import ReviewOutcome
     from engram.use_cases.me import Erasure, Export
     from engram.use_cases.session import SessionContext
+    from engram.use_cases.tool_ranking import ToolRanking
 
 
 def epoch_ms(value: datetime) -> int:
@@ -189,6 +192,19 @@ def tools_response(fmt: ToolFormat, definitions: Sequence[Mapping[str, Any]]) ->
             )
             for d in definitions
         ],
+    )
+
+
+def tool_rank_response(ranking: ToolRanking) -> ToolRankResponse:
+    return ToolRankResponse(
+        tools=[
+            RankedToolOut(
+                name=t.name, score=t.score, affinity=t.affinity, boosted_score=t.boosted_score
+            )
+            for t in ranking.tools
+        ],
+        boost_factor=ranking.boost_factor,
+        degraded=list(ranking.degraded),
     )
 
 

@@ -53,6 +53,8 @@ from engram.api.models import (
     ToolCallQuery,
     ToolCallRequest,
     ToolCallResponse,
+    ToolRankRequest,
+    ToolRankResponse,
     ToolsQuery,
     ToolsResponse,
     TranscriptRequest,
@@ -119,6 +121,14 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="get_health",
         summary="status of Redis and PostgreSQL",
         response=HealthResponse,
+        auth=False,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/openapi.json",
+        function="memories",
+        handler="get_openapi",
+        summary="this OpenAPI document (docs/openapi.json)",
         auth=False,
     ),
     RouteSpec(
@@ -252,6 +262,15 @@ ROUTES: tuple[RouteSpec, ...] = (
         summary="tool definitions in a provider's format",
         query=ToolsQuery,
         response=ToolsResponse,
+    ),
+    RouteSpec(
+        method="POST",
+        path="/v1/tools/rank",  # before /v1/tools/{name}: no tool is called "rank"
+        function="memories",
+        handler="post_tools_rank",
+        summary="order a tool catalogue by relevance plus 2 x the caller's tool affinity",
+        request=ToolRankRequest,
+        response=ToolRankResponse,
     ),
     RouteSpec(
         method="POST",

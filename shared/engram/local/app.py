@@ -30,10 +30,10 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
+from engram import __version__
 from engram.api.models import DependencyStatus, HealthResponse
 from engram.api.routes import HTTP_FUNCTIONS, ROUTES, routes_of
 from engram.bootstrap import Container, set_container
@@ -48,13 +48,6 @@ _log = logging.getLogger("engram.local.app")
 
 #: A dependency probe: returns normally when the dependency answers, raises otherwise.
 Probe = Callable[[], object]
-
-
-def _version() -> str:
-    try:
-        return version("engram")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def _probe(probe: Probe | None) -> DependencyStatus:
@@ -80,7 +73,7 @@ def make_health_handler(
         redis_status, pg_status = _probe(redis), _probe(postgres)
         body = HealthResponse(
             status="degraded" if "down" in (redis_status, pg_status) else "ok",
-            version=_version(),
+            version=__version__,
             redis=redis_status,
             postgres=pg_status,
         )

@@ -64,6 +64,7 @@ SAMPLE_BODIES: dict[str, Any] = {
     "POST /v1/sessions": {},
     "POST /v1/memories": {"key": "editor", "value": "helix"},
     "PATCH /v1/memories/{id}": {"value": "vim"},
+    "POST /v1/tools/rank": {"candidates": [{"name": "get_account", "score": 1.0}]},
     "POST /v1/tools/{name}": {"arguments": {"query": "editor"}},
     "POST /v1/conversations/{conversationId}/transcript": {
         "messages": [{"role": "user", "content": "remember my editor is helix"}]

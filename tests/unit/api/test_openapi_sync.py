@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from engram.api.openapi import openapi_document
 
 COMMITTED = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
@@ -51,3 +53,36 @@ def test_the_document_names_every_route_of_the_api() -> None:
         "/v1/review/{id}/approve",
         "/v1/me",
     } <= set(paths)
+
+
+def test_the_memories_function_serves_the_same_document_without_a_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``GET /v1/openapi.json`` (what API Gateway routes to the memories function, with no
+    authorizer) answers docs/openapi.json, whatever the caller; its version is
+    ``engram.__version__``, which the package metadata reads too (a Lambda bundle has none)."""
+    from importlib.metadata import version
+
+    from functions.memories import handler as memories_fn
+
+    import engram
+    from engram.local.gateway import build_event
+    from engram.local.lambda_context import FakeLambdaContext
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    ev = build_event(
+        method="GET",
+        raw_path="/v1/openapi.json",
+        raw_query="",
+        headers=[],
+        body=b"",
+        route_key="GET /v1/openapi.json",
+        path_parameters={},
+        source_ip="127.0.0.1",
+        claims=None,
+    )
+    out = memories_fn.handler(ev, FakeLambdaContext())
+    assert out["statusCode"] == 200
+    assert json.loads(out["body"]) == json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert json.loads(out["body"])["info"]["version"] == engram.__version__ == version("engram")

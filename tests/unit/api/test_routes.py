@@ -31,8 +31,9 @@ def test_each_route_is_written_once() -> None:
     assert {r.function for r in ROUTES} == set(HTTP_FUNCTIONS)
 
 
-def test_only_health_is_public() -> None:
-    assert {r.route_key for r in ROUTES if not r.auth} == {"GET /v1/health"} == PUBLIC_ROUTES
+def test_only_health_and_the_openapi_document_are_public() -> None:
+    public = {r.route_key for r in ROUTES if not r.auth}
+    assert public == {"GET /v1/health", "GET /v1/openapi.json"} == PUBLIC_ROUTES
 
 
 def test_the_local_server_maps_each_route_to_the_tables_function() -> None:
