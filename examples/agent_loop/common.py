@@ -9,7 +9,7 @@ One chat turn, whatever the provider:
 2. The app scores its catalogue against the message (its own relevance scale) and
    ``POST /v1/tools/rank`` orders it with the user's tool affinities; the best ``TOP_K`` are
    exposed, with Engram's ``memory_save`` and ``memory_recall`` in the provider's format
-   (``GET /v1/tools?format=``).
+   (``GET /v1/tools?format=``, the client's ``provider_tools``).
 3. The model is called; each of its tool calls runs: Engram's through
    ``POST /v1/tools/{name}?format=`` as the provider sent it (the answer is the tool result to
    append as it is), the app's here, its outcome recorded with ``POST /v1/events`` (the
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.client import EngramClient
+from engram_client.models import ToolRanking
 
 SYSTEM_PROMPT = "You are the royalties assistant of a music publisher."
 ENGRAM_TOOLS = frozenset({"memory_save", "memory_recall"})
@@ -139,7 +140,7 @@ class Turn:
 
     system: str = ""
     exposed: list[str] = field(default_factory=list)
-    ranking: dict[str, Any] = field(default_factory=dict)
+    ranking: ToolRanking | None = None
     calls: list[str] = field(default_factory=list)
     engram_results: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
@@ -148,10 +149,10 @@ class Turn:
 def start_turn(engram: EngramClient, message: str) -> tuple[Turn, list[AppTool]]:
     """Session start and catalogue ranking: the system prompt and the app tools to expose."""
     session = engram.start_session(query=message)
-    system = SYSTEM_PROMPT + ("\n\n" + session["prompt"] if session["prompt"] else "")
+    system = session.system_prompt(SYSTEM_PROMPT)
     scores = {name: relevance(message, tool) for name, tool in CATALOGUE.items()}
     ranking = engram.rank_tools(scores)
-    exposed = [CATALOGUE[t["name"]] for t in ranking["tools"][:TOP_K]]
+    exposed = [CATALOGUE[name] for name in ranking.names()[:TOP_K]]
     return Turn(system=system, exposed=[t.name for t in exposed], ranking=ranking), exposed
 
 

@@ -39,7 +39,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
     turn, exposed = start_turn(engram, message)
-    tools = engram.tools(FORMAT) + [definition(t) for t in exposed]
+    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": turn.system},
         {"role": "user", "content": message},

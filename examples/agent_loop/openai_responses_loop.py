@@ -44,7 +44,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
     turn, exposed = start_turn(engram, message)
-    tools = engram.tools(FORMAT) + [definition(t) for t in exposed]
+    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
     items: list[dict[str, Any]] = [{"role": "user", "content": message}]
     while True:
         response = model.responses.create(

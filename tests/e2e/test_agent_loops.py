@@ -104,15 +104,15 @@ def test_agent_loop_two_turns(fmt: str, service: LocalEngram) -> None:
     assert sent_system(fmt, first) == SYSTEM_PROMPT  # a new user: Engram knows nothing yet
 
     # the tools the model saw: Engram's exactly as served, then the top of the ranked catalogue
-    engram_tools = engram.tools(fmt)
+    engram_tools = engram.provider_tools(fmt)
     tools = sent_tools(fmt, first)
     assert tools[:2] == engram_tools
     for definition in engram_tools:
         assert sdk.definition_problems(fmt, definition) == []
     scores = {name: relevance(MESSAGE, tool) for name, tool in CATALOGUE.items()}
     assert turn.exposed == sorted(scores, key=lambda n: -scores[n])[:3]
-    assert [t["name"] for t in turn.ranking["tools"]][:3] == turn.exposed
-    assert all(t["affinity"] == 0.0 for t in turn.ranking["tools"])
+    assert turn.ranking.names()[:3] == turn.exposed
+    assert all(t.affinity == 0.0 for t in turn.ranking.tools)
 
     # Engram's results: accepted by the SDK's types, each answering its call, in the next request
     recall, refused, saved = turn.engram_results
@@ -137,14 +137,14 @@ def test_agent_loop_two_turns(fmt: str, service: LocalEngram) -> None:
     assert saved in sent_history(fmt, script.requests[3])
 
     # the memory is saved once, the outcomes are recorded
-    assert [m["value"] for m in engram.recall("report format")] == ["CSV, not PDF"]
+    assert [m.value for m in engram.recall("report format")] == ["CSV, not PDF"]
     report = engram.drain()
     assert report.done
     assert report.sent == 2
 
     def learnt() -> dict[str, Any] | None:
         session = engram.start_session()
-        subjects = {f["subject"] for f in session["facts"]}
+        subjects = {f.subject for f in session.facts}
         wanted = {"tool_affinity:get_account", "tool_avoidance:run_sql"}
         return session if wanted <= subjects else None
 
@@ -156,12 +156,12 @@ def test_agent_loop_two_turns(fmt: str, service: LocalEngram) -> None:
     assert system.startswith(SYSTEM_PROMPT + "\n\n")
     assert "CSV, not PDF" in system
     assert "get_account" in system
-    ranked = {t["name"]: t for t in second.ranking["tools"]}
-    assert ranked["get_account"]["affinity"] > 0 > ranked["run_sql"]["affinity"]
-    assert ranked["run_sql"]["boostedScore"] == pytest.approx(
-        scores["run_sql"] + 2 * ranked["run_sql"]["affinity"]
+    ranked = {t.name: t for t in second.ranking.tools}
+    assert ranked["get_account"].affinity > 0 > ranked["run_sql"].affinity
+    assert ranked["run_sql"].boosted_score == pytest.approx(
+        scores["run_sql"] + 2 * ranked["run_sql"].affinity
     )
-    order = [t["name"] for t in second.ranking["tools"]]
+    order = second.ranking.names()
     assert order.index("get_account") < order.index("run_sql")
     assert scores["run_sql"] > scores["get_account"]  # relevance alone put run_sql first
 

@@ -44,6 +44,8 @@ async def _ranked_first(client: Client, tool: str, timeout_s: float = 45) -> lis
     """Rank until the asynchronously ingested outcomes put ``tool`` first (bounded)."""
     deadline = time.monotonic() + timeout_s
     while True:
+        # a session start consolidates what was recorded; ranking reads what it left
+        structured(await client.call_tool("session_context", {}))
         ranked = structured(await client.call_tool("rank_tools", {"tool_names": ["other", tool]}))
         if ranked["tools"][0]["name"] == tool or time.monotonic() > deadline:
             return list(ranked["tools"])

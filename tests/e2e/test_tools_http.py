@@ -88,7 +88,7 @@ def test_ranking_with_the_callers_affinities(service: LocalEngram, tenant: Tenan
     engram.post_events(good + bad)
 
     def learnt() -> dict[str, float] | None:  # a session start consolidates what was recorded
-        affinities: dict[str, float] = engram.start_session()["toolAffinities"]
+        affinities = dict(engram.start_session().tool_affinities)
         return affinities if {"get_account", "run_sql"} <= set(affinities) else None
 
     affinities = eventually(learnt)
@@ -96,19 +96,19 @@ def test_ranking_with_the_callers_affinities(service: LocalEngram, tenant: Tenan
 
     # a gap larger than 4 is never reordered, whatever the affinities
     far = engram.rank_tools({"run_sql": 9.0, "get_account": 4.9})
-    assert [t["name"] for t in far["tools"]] == ["run_sql", "get_account"]
+    assert far.names() == ["run_sql", "get_account"]
     # a smaller one is: avoidance pushes the failing tool below the one that works
     near = engram.rank_tools({"run_sql": 5.0, "get_account": 4.5, "search_docs": 4.2})
-    assert [t["name"] for t in near["tools"]] == ["get_account", "search_docs", "run_sql"]
-    by_name = {t["name"]: t for t in near["tools"]}
-    assert by_name["search_docs"]["affinity"] == 0.0
+    assert near.names() == ["get_account", "search_docs", "run_sql"]
+    by_name = {t.name: t for t in near.tools}
+    assert by_name["search_docs"].affinity == 0.0
     for name, tool in by_name.items():
-        expected = tool["score"] + near["boostFactor"] * affinities.get(name, 0.0)
-        assert tool["boostedScore"] == pytest.approx(expected)
-    assert near["boostFactor"] == 2.0
-    assert near["degraded"] == []
+        expected = tool.score + near.boost_factor * affinities.get(name, 0.0)
+        assert tool.boosted_score == pytest.approx(expected)
+    assert near.boost_factor == 2.0
+    assert near.degraded == []
 
     # another user's facts are not the caller's
     other = service.user_client(tenant.other_user, tenant.team)
     theirs = other.rank_tools({"run_sql": 5.0, "get_account": 4.5})
-    assert [t["affinity"] for t in theirs["tools"]] == [0.0, 0.0]
+    assert [t.affinity for t in theirs.tools] == [0.0, 0.0]

@@ -3,6 +3,7 @@ over a mock transport."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +66,19 @@ def body_for(request: httpx.Request) -> tuple[int, Any]:
         return 200, SESSION
     if path == "/v1/health":
         return 200, {"status": "ok", "version": "0.1.0", "redis": "ok", "postgres": "ok"}
+    if path == "/v1/tools/rank":  # the service's ranking, over SESSION's affinities
+        affinities = SESSION["toolAffinities"]
+        ranked = [
+            {
+                "name": c["name"],
+                "score": c["score"],
+                "affinity": affinities.get(c["name"], 0.0),
+                "boostedScore": c["score"] + 2 * affinities.get(c["name"], 0.0),
+            }
+            for c in json.loads(request.content)["candidates"]
+        ]
+        ranked.sort(key=lambda t: -t["boostedScore"])
+        return 200, {"tools": ranked, "boostFactor": 2.0, "degraded": []}
     if path.startswith("/v1/tools/"):
         return 200, {"name": path.rsplit("/", 1)[1], "result": {"memories": []}}
     if path == "/v1/tools":

@@ -97,6 +97,14 @@ def test_each_tool_calls_its_route_and_answers_structured_json() -> None:
     assert out["session_context"]["toolAffinities"] == {"get_account": 0.8, "search": 0.3}
     assert out["record_tool_outcome"] == {"accepted": 1}
     assert [t["name"] for t in out["rank_tools"]["tools"]] == ["get_account", "search", "other"]
+    assert json.loads(script.requests[5].content) == {
+        "candidates": [
+            {"name": "search", "score": 0.0},
+            {"name": "other", "score": 0.0},
+            {"name": "get_account", "score": 0.0},
+        ]
+    }
+    assert (script.requests[5].method, script.requests[5].url.path) == ("POST", "/v1/tools/rank")
 
 
 def test_failures_come_back_as_tool_errors_the_model_can_read() -> None:

@@ -37,6 +37,9 @@ CALLS: list[Call[Any]] = [
     _calls.memory_history("m1"),
     _calls.tools(),
     _calls.execute_tool("memory_save", {}),
+    _calls.provider_tools("anthropic"),
+    _calls.call_tool("memory_save", {}, format="anthropic"),
+    _calls.rank_tools({"get_account": 1.0}),
     _calls.review_queue(),
     _calls.review_page(),
     _calls.approve("m1"),
@@ -113,6 +116,9 @@ def test_the_answer_model_asks_only_for_what_the_route_sends(call: Call[Any]) ->
     success = sorted(status for status in responses if status.startswith("2"))
     assert success, call.path
     reader = call.read
+    if reader.as_json:  # a provider's own shape, handed on as it came
+        assert success == ["200"]
+        return
     if reader.model is None:
         assert success == ["204"]
         return

@@ -24,7 +24,8 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 # observation once. Other POSTs, PATCH and DELETE are retried only when the service surely
 # did not act on them (429, 503, no connection).
 _REPEATABLE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT"})
-_REPEATABLE_POSTS = frozenset({"/v1/events", "/v1/observations", "/v1/sessions"})
+#: POSTs harmless twice: ingest (stored once by key), sessions, ranking (it only reads)
+_REPEATABLE_POSTS = frozenset({"/v1/events", "/v1/observations", "/v1/sessions", "/v1/tools/rank"})
 _NO_KEY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 P = ParamSpec("P")

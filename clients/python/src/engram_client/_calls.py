@@ -25,6 +25,7 @@ from engram_client.models import (
     SessionContext,
     TeamSettings,
     ToolDefinition,
+    ToolRanking,
     ToolResult,
 )
 
@@ -46,13 +47,20 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True)
 class Reader(Generic[T]):
-    """Reads an answer into ``model`` (the body, or its ``field``; a list when ``many``)."""
+    """Reads an answer into ``model`` (the body, or its ``field``; a list when ``many``);
+    ``as_json``: the JSON as it came (a provider's shapes, handed on unchanged)."""
 
     model: type[BaseModel] | None
     field: str | None = None
     many: bool = False
+    as_json: bool = False
 
     def __call__(self, body: Any) -> T:
+        if self.as_json:
+            value = body if self.field is None else body[self.field]
+            if not isinstance(value, list if self.many else dict):
+                raise TypeError(f"expected a JSON {'array' if self.many else 'object'}")
+            return value  # type: ignore[return-value]
         if self.model is None:
             return None  # type: ignore[return-value]
         value = body if self.field is None else body[self.field]
@@ -201,6 +209,41 @@ def execute_tool(
         sourceChannelId=source_channel_id,
     )
     return Call("POST", f"/v1/tools/{_seg(name)}", _model(ToolResult), body)
+
+
+def provider_tools(format: str) -> Call[list[dict[str, Any]]]:
+    """The tools in a provider's format (``openai_chat``, ``openai_responses``, ``anthropic``,
+    ``bedrock``, ``mcp``; ``json_schema`` too): the list to pass to that provider's API as it
+    is."""
+    reader: Reader[list[dict[str, Any]]] = Reader(None, "tools", many=True, as_json=True)
+    return Call("GET", "/v1/tools", reader, params={"format": format})
+
+
+def call_tool(
+    name: str,
+    call: Mapping[str, Any],
+    *,
+    format: str,
+    persona_id: str | None = None,
+    source_channel_id: str | None = None,
+) -> Call[dict[str, Any]]:
+    """Run a model's tool call exactly as the provider's API sent it (an OpenAI ``tool_calls``
+    item or ``function_call`` item, an Anthropic ``tool_use`` block, a Bedrock ``toolUse``
+    block, MCP ``tools/call`` params); the answer is the tool result in that provider's shape,
+    to append to the conversation as it is. Arguments the tool refuses come back as an error
+    result the model can read, not as an exception."""
+    params = _compact(format=format, personaId=persona_id, sourceChannelId=source_channel_id)
+    reader: Reader[dict[str, Any]] = Reader(None, as_json=True)
+    return Call("POST", f"/v1/tools/{_seg(name)}", reader, dict(call), params)
+
+
+def rank_tools(candidates: Mapping[str, float] | Iterable[tuple[str, float]]) -> Call[ToolRanking]:
+    """Order a tool catalogue — ``{name: score}`` or ``(name, score)`` pairs, scores on your
+    own relevance scale — by ``score + 2 × affinity`` with the user's current affinities
+    (``POST /v1/tools/rank``): a tiebreaker, scores more than 4 apart keep their order."""
+    pairs = candidates.items() if isinstance(candidates, Mapping) else candidates
+    body = {"candidates": [{"name": name, "score": score} for name, score in pairs]}
+    return Call("POST", "/v1/tools/rank", _model(ToolRanking), body)
 
 
 # --- review --------------------------------------------------------------------------------

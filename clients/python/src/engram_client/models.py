@@ -165,6 +165,28 @@ class ToolResult(WireModel):
     result: Any
 
 
+class RankedTool(WireModel):
+    """One candidate of ``rank_tools``: its score, the user's affinity for it (in [-1, 1];
+    0 without a fact) and ``boosted_score = score + 2 × affinity``."""
+
+    name: str
+    score: float
+    affinity: float
+    boosted_score: float
+
+
+class ToolRanking(WireModel):
+    """``rank_tools``: the candidates best first; ``degraded`` is ``["behaviour:unavailable"]``
+    when the user's facts could not be read (every affinity 0)."""
+
+    tools: list[RankedTool]
+    boost_factor: float
+    degraded: list[str] = Field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
 class ReviewPage(WireModel):
     memories: list[Memory]
     next_cursor: str | None = None

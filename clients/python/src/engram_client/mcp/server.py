@@ -35,8 +35,8 @@ INSTRUCTIONS = (
     "of a conversation and follow its prompt. Save what the user asks you to remember, or a "
     "durable fact about them, with memory_save; look things up with memory_recall; remove "
     "what the user wants forgotten with memory_forget. After calling one of your other tools, "
-    "report how it went with record_tool_outcome; rank_tools orders tools by what this user "
-    "relies on."
+    "report how it went with record_tool_outcome; rank_tools orders tools by relevance plus "
+    "what this user relies on."
 )
 
 PersonaId = Annotated[
@@ -176,18 +176,32 @@ def build_server(clients: ClientFactory, *, version: str = "") -> MCPServer:
     async def rank_tools(
         ctx: Context,
         tool_names: Annotated[
-            list[str], Field(min_length=1, description="The names of the tools to order.")
+            list[str],
+            Field(
+                min_length=1,
+                description="The names of the tools to order, each once, the most relevant "
+                "to the task first when you know.",
+            ),
         ],
-        persona_id: PersonaId = None,
+        scores: Annotated[
+            dict[str, float] | None,
+            Field(
+                description="Relevance of each tool to the task on your own scale (for "
+                "example a catalogue search's scores); left out, every tool scores 0."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Order tools by how much this user relies on them, most first; tools Engram knows
-        nothing about keep their order at the end."""
+        """Order tools by relevance plus how well they worked for this user: each tool's
+        score + 2 x its affinity (from -1, keeps failing, to 1, keeps working). Affinity is a
+        tiebreaker: tools whose scores differ by more than 4 keep their order."""
+        relevance = scores or {}
+        candidates = [(name, relevance.get(name, 0.0)) for name in tool_names]
         async with _calling(clients, ctx) as engram:
-            context = await engram.start_session(persona_id=persona_id)
-        ranked = context.rank_tools(tool_names)
+            ranking = await engram.rank_tools(candidates)
         return {
             "tools": [
-                {"name": name, "affinity": context.tool_affinities.get(name)} for name in ranked
+                {"name": t.name, "affinity": t.affinity, "boostedScore": t.boosted_score}
+                for t in ranking.tools
             ]
         }
 
