@@ -4,7 +4,8 @@ OpenAI's and Anthropic's request types are ``TypedDict`` s: a value passes when 
 validates it strictly against the type *and* the validated value equals the value (a
 ``TypedDict`` drops keys it does not know, so an unknown or misspelt key shows as a
 difference). Bedrock's are botocore's Converse shapes, checked by botocore's own parameter
-validator, which refuses unknown keys itself. Each check returns the problems it found
+validator, which refuses unknown keys itself. MCP's are the ``mcp`` SDK's models (``Tool``,
+``CallToolRequestParams``, ``CallToolResult``). Each check returns the problems it found
 (``[]``: the SDK accepts the value as it is).
 """
 
@@ -16,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import botocore.session
+import mcp.types as mcp_types
 from anthropic.types import ToolParam, ToolResultBlockParam, ToolUseBlock
 from botocore.model import Shape
 from botocore.validate import ParamValidator
@@ -45,6 +47,7 @@ CALL_MODELS: dict[str, type[BaseModel]] = {
     "openai_chat": ChatCompletionMessageFunctionToolCall,
     "openai_responses": ResponseFunctionToolCall,
     "anthropic": ToolUseBlock,
+    "mcp": mcp_types.CallToolRequestParams,
 }
 
 
@@ -126,10 +129,23 @@ def converse_request(
     return params
 
 
+def mcp_problems(model: type[BaseModel], value: dict[str, Any]) -> list[str]:
+    """What keeps ``value`` from being exactly an ``mcp`` SDK ``model`` (``Tool``,
+    ``CallToolResult``): validated strictly, dumped back, equal to the value."""
+    try:
+        parsed = model.model_validate(value, strict=True)
+    except ValidationError as exc:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    kept = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return [f"{model.__name__} differs at {key!r}" for key in _differences(kept, value)]
+
+
 def definition_problems(fmt: str, definition: dict[str, Any]) -> list[str]:
     """The provider SDK's verdict on one tool definition of ``fmt``."""
     if fmt == "bedrock":
         return converse_problems(converse_request(tools=[definition]))
+    if fmt == "mcp":
+        return mcp_problems(mcp_types.Tool, definition)
     return typed_dict_problems(DEFINITION_TYPES[fmt], definition)
 
 
@@ -137,6 +153,8 @@ def result_problems(fmt: str, result: dict[str, Any], call: dict[str, Any]) -> l
     """The provider SDK's verdict on a tool result of ``fmt`` answering ``call``."""
     if fmt == "bedrock":
         return converse_problems(converse_request(tool_use=call, tool_result=result))
+    if fmt == "mcp":
+        return mcp_problems(mcp_types.CallToolResult, result)
     return typed_dict_problems(RESULT_TYPES[fmt], result)
 
 

@@ -189,8 +189,11 @@ class McpToolCall(_WireCall):
     """The params of an MCP ``tools/call`` request."""
 
     name: Name | None = None
-    arguments_: dict[str, JsonValue] = Field(default_factory=dict, alias="arguments")
+    arguments_: dict[str, JsonValue] | None = Field(default=None, alias="arguments")
     meta: JsonValue = Field(default=None, alias="_meta")
+    input_responses: JsonValue = Field(default=None, alias="inputResponses")
+    request_state: JsonValue = Field(default=None, alias="requestState")
+    task: JsonValue = None
 
     def call_id(self) -> str | None:
         return None  # the JSON-RPC id travels outside the params
@@ -199,7 +202,7 @@ class McpToolCall(_WireCall):
         return "name", self.name
 
     def arguments(self) -> dict[str, Any]:
-        return dict(self.arguments_)
+        return dict(self.arguments_ or {})
 
 
 #: each provider format's call model

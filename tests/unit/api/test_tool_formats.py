@@ -23,7 +23,7 @@ from engram.memories.service import MemoryService
 from engram.memories.tools import TOOL_FORMATS, tool_definitions
 from engram.settings import Settings
 
-PROVIDERS = ("openai_chat", "openai_responses", "anthropic", "bedrock")
+PROVIDERS = ("openai_chat", "openai_responses", "anthropic", "bedrock", "mcp")
 UNREACHABLE = Settings(
     redis_url="redis://10.255.255.1:6379/0",
     database_url="postgresql://u:p@10.255.255.1:5432/engram",
@@ -101,6 +101,8 @@ def wire(fmt: str, name: str, arguments: dict[str, Any] | str, call_id: str) -> 
         }
     if fmt == "anthropic":
         return {"type": "tool_use", "id": call_id, "name": name, "input": as_object}
+    if fmt == "mcp":  # tools/call params; the JSON-RPC id travels outside them
+        return {"name": name, "arguments": as_object}
     return {"toolUse": {"toolUseId": call_id, "name": name, "input": as_object}}
 
 
@@ -111,6 +113,8 @@ def result_text(fmt: str, result: dict[str, Any]) -> str:
         return str(result["output"])
     if fmt == "anthropic":
         return str(result["content"])
+    if fmt == "mcp":
+        return str(result["content"][0]["text"])
     return str(result["toolResult"]["content"][0]["text"])
 
 
@@ -120,10 +124,14 @@ def result_failed(fmt: str, result: dict[str, Any]) -> bool | None:
         return bool(result["is_error"])
     if fmt == "bedrock":
         return bool(result["toolResult"]["status"] == "error")
+    if fmt == "mcp":
+        return bool(result["isError"])
     return None
 
 
-def result_call_id(fmt: str, result: dict[str, Any]) -> str:
+def result_call_id(fmt: str, result: dict[str, Any]) -> str | None:
+    if fmt == "mcp":
+        return None
     key = {"openai_chat": "tool_call_id", "openai_responses": "call_id"}.get(fmt, "tool_use_id")
     return str(result["toolResult"]["toolUseId"] if fmt == "bedrock" else result[key])
 
@@ -193,7 +201,7 @@ def test_json_schema_keeps_its_shape() -> None:
 
 
 # --- calls ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic"])
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic", "mcp"])
 def test_call_models_take_exactly_the_providers_fields(fmt: str) -> None:
     ours = {f.alias or n for n, f in ENGRAM_CALL_MODELS[fmt].model_fields.items()}  # type: ignore[index]
     theirs = {f.alias or n for n, f in sdk.CALL_MODELS[fmt].model_fields.items()}
@@ -213,7 +221,7 @@ def test_round_trip_save_then_recall(fmt: str) -> None:
     status, result = call_tool("memory_save", fmt, save, sourceChannelId="conv-1")
     assert status == 200
     assert sdk.result_problems(fmt, result, save) == []
-    assert result_call_id(fmt, result) == "c1"
+    assert result_call_id(fmt, result) == (None if fmt == "mcp" else "c1")
     assert result_failed(fmt, result) in (False, None)
     assert result_text(fmt, result) == 'Saved memory "editor" (user).'
 
@@ -221,7 +229,7 @@ def test_round_trip_save_then_recall(fmt: str) -> None:
     status, result = call_tool("memory_recall", fmt, recall)
     assert status == 200
     assert sdk.result_problems(fmt, result, recall) == []
-    assert result_call_id(fmt, result) == "c2"
+    assert result_call_id(fmt, result) == (None if fmt == "mcp" else "c2")
     assert '- editor: "helix"' in result_text(fmt, result)
 
 
@@ -295,6 +303,8 @@ def test_the_same_check_refuses_a_malformed_result(fmt: str) -> None:
         broken["toolResult"]["status"] = "failed"
     elif fmt == "anthropic":
         broken["is_error"] = "no"
+    elif fmt == "mcp":
+        broken["isError"] = "no"
     else:
         broken["tool_call_id" if fmt == "openai_chat" else "output"] = 7
     assert sdk.result_problems(fmt, broken, call) != []
