@@ -228,6 +228,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** this OpenAPI document (docs/openapi.json) */
+        get: operations["getOpenapi.json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/personas": {
         parameters: {
             query?: never;
@@ -373,7 +390,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** tool definitions (JSON Schema) */
+        /** tool definitions in a provider's format */
         get: operations["getTools"];
         put?: never;
         post?: never;
@@ -417,6 +434,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/rank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** order a tool catalogue by relevance plus 2 x the caller's tool affinity */
+        post: operations["postToolsRank"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -430,6 +464,50 @@ export interface components {
             accepted: number;
             /** Ids */
             ids: string[];
+        };
+        /**
+         * AnthropicToolResult
+         * @description A ``tool_result`` content block (for the next user message).
+         */
+        AnthropicToolResult: {
+            /** Content */
+            content: string;
+            /** Is Error */
+            is_error: boolean;
+            /** Tool Use Id */
+            tool_use_id: string;
+            /**
+             * Type
+             * @default tool_result
+             * @constant
+             */
+            type?: "tool_result";
+        };
+        /**
+         * AnthropicToolUse
+         * @description A ``tool_use`` content block of an Anthropic Messages response.
+         */
+        AnthropicToolUse: {
+            /** @default null */
+            caller?: components["schemas"]["JsonValue"];
+            /** Id */
+            id: string;
+            /** Input */
+            input: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /**
+             * Name
+             * @default null
+             */
+            name?: string | null;
+            /** @default null */
+            toolset_name?: components["schemas"]["JsonValue"];
+            /**
+             * Type
+             * @constant
+             */
+            type: "tool_use";
         };
         /**
          * ApproveRequest
@@ -447,6 +525,59 @@ export interface components {
              * @default null
              */
             value?: string | null;
+        };
+        /** BedrockTextContent */
+        BedrockTextContent: {
+            /** Text */
+            text: string;
+        };
+        /**
+         * BedrockToolResult
+         * @description A Converse ``toolResult`` content block (for the next user message).
+         */
+        BedrockToolResult: {
+            toolResult: components["schemas"]["BedrockToolResultBlock"];
+        };
+        /** BedrockToolResultBlock */
+        BedrockToolResultBlock: {
+            /** Content */
+            content: components["schemas"]["BedrockTextContent"][];
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "success" | "error";
+            /** Tooluseid */
+            toolUseId: string;
+        };
+        /**
+         * BedrockToolUse
+         * @description A ``toolUse`` content block of a Bedrock Converse response.
+         */
+        BedrockToolUse: {
+            toolUse: components["schemas"]["BedrockToolUseBlock"];
+        };
+        /**
+         * BedrockToolUseBlock
+         * @description Converse's ``ToolUseBlock`` (``toolUseId``, ``name``, ``input``).
+         */
+        BedrockToolUseBlock: {
+            /** Input */
+            input: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /**
+             * Name
+             * @default null
+             */
+            name?: string | null;
+            /** Tooluseid */
+            toolUseId: string;
+            /**
+             * Type
+             * @default null
+             */
+            type?: "server_tool_use" | null;
         };
         /**
          * BulkReviewRequest
@@ -679,6 +810,53 @@ export interface components {
         };
         JsonValue: string | (number | boolean | null) | components["schemas"]["JsonValue"][] | {
             [key: string]: components["schemas"]["JsonValue"];
+        };
+        /**
+         * McpCallToolResult
+         * @description An MCP ``CallToolResult``.
+         */
+        McpCallToolResult: {
+            /** Content */
+            content: components["schemas"]["McpTextContent"][];
+            /** Iserror */
+            isError: boolean;
+        };
+        /** McpTextContent */
+        McpTextContent: {
+            /** Text */
+            text: string;
+            /**
+             * Type
+             * @default text
+             * @constant
+             */
+            type?: "text";
+        };
+        /**
+         * McpToolCall
+         * @description The params of an MCP ``tools/call`` request.
+         */
+        McpToolCall: {
+            /** @default null */
+            _meta?: components["schemas"]["JsonValue"];
+            /**
+             * Arguments
+             * @default null
+             */
+            arguments?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            /** @default null */
+            inputResponses?: components["schemas"]["JsonValue"];
+            /**
+             * Name
+             * @default null
+             */
+            name?: string | null;
+            /** @default null */
+            requestState?: components["schemas"]["JsonValue"];
+            /** @default null */
+            task?: components["schemas"]["JsonValue"];
         };
         /**
          * MemoryActionOut
@@ -975,6 +1153,105 @@ export interface components {
             observations: components["schemas"]["ObservationIn"][];
         };
         /**
+         * OpenAIChatToolCall
+         * @description An item of a Chat Completions message's ``tool_calls``.
+         */
+        OpenAIChatToolCall: {
+            function: components["schemas"]["OpenAIFunction"];
+            /** Id */
+            id: string;
+            /**
+             * Type
+             * @constant
+             */
+            type: "function";
+        };
+        /**
+         * OpenAIChatToolMessage
+         * @description A Chat Completions ``tool`` message (OpenAI's results have no error flag: the text
+         *     says what went wrong).
+         */
+        OpenAIChatToolMessage: {
+            /** Content */
+            content: string;
+            /**
+             * Role
+             * @default tool
+             * @constant
+             */
+            role?: "tool";
+            /** Tool Call Id */
+            tool_call_id: string;
+        };
+        /** OpenAIFunction */
+        OpenAIFunction: {
+            /**
+             * Arguments
+             * @default
+             */
+            arguments?: string;
+            /**
+             * Name
+             * @default null
+             */
+            name?: string | null;
+        };
+        /**
+         * OpenAIResponsesFunctionCall
+         * @description A ``function_call`` output item of the Responses API.
+         */
+        OpenAIResponsesFunctionCall: {
+            /**
+             * Arguments
+             * @default
+             */
+            arguments?: string;
+            /** @default null */
+            async?: components["schemas"]["JsonValue"];
+            /** Call Id */
+            call_id: string;
+            /** @default null */
+            caller?: components["schemas"]["JsonValue"];
+            /**
+             * Id
+             * @default null
+             */
+            id?: string | null;
+            /**
+             * Name
+             * @default null
+             */
+            name?: string | null;
+            /** @default null */
+            namespace?: components["schemas"]["JsonValue"];
+            /**
+             * Status
+             * @default null
+             */
+            status?: ("in_progress" | "completed" | "incomplete") | null;
+            /**
+             * Type
+             * @constant
+             */
+            type: "function_call";
+        };
+        /**
+         * OpenAIResponsesFunctionCallOutput
+         * @description A Responses ``function_call_output`` input item.
+         */
+        OpenAIResponsesFunctionCallOutput: {
+            /** Call Id */
+            call_id: string;
+            /** Output */
+            output: string;
+            /**
+             * Type
+             * @default function_call_output
+             * @constant
+             */
+            type?: "function_call_output";
+        };
+        /**
          * PersonaListResponse
          * @description ``GET /v1/personas``: the personas configured in the caller's team, by id.
          */
@@ -1041,6 +1318,21 @@ export interface components {
              * @default true
              */
             queued?: boolean;
+        };
+        /**
+         * RankedToolOut
+         * @description One candidate: its ``score``, the ``affinity`` used (in [-1, 1]; 0 without a fact)
+         *     and ``boostedScore = score + boostFactor × affinity``.
+         */
+        RankedToolOut: {
+            /** Affinity */
+            affinity: number;
+            /** Boostedscore */
+            boostedScore: number;
+            /** Name */
+            name: string;
+            /** Score */
+            score: number;
         };
         /**
          * RetentionRule
@@ -1183,6 +1475,17 @@ export interface components {
             name: string;
             result: components["schemas"]["JsonValue"];
         };
+        /**
+         * ToolCandidate
+         * @description A tool of the caller's catalogue and its relevance ``score`` (any finite number on the
+         *     caller's own scale, as its catalogue search scores matches).
+         */
+        ToolCandidate: {
+            /** Name */
+            name: string;
+            /** Score */
+            score: number;
+        };
         /** ToolDefinition */
         ToolDefinition: {
             /** Description */
@@ -1218,10 +1521,43 @@ export interface components {
             /** Toolname */
             toolName: string;
         };
-        /** ToolsResponse */
-        ToolsResponse: {
+        /**
+         * ToolRankRequest
+         * @description ``POST /v1/tools/rank``: the candidates to order, each tool once.
+         */
+        ToolRankRequest: {
+            /** Candidates */
+            candidates: components["schemas"]["ToolCandidate"][];
+        };
+        /**
+         * ToolRankResponse
+         * @description ``POST /v1/tools/rank``: the candidates best first (equal boosted scores keep the
+         *     order they were sent in); ``degraded`` is ``["behaviour:unavailable"]`` when the facts
+         *     could not be read and every affinity is 0.
+         */
+        ToolRankResponse: {
+            /** Boostfactor */
+            boostFactor: number;
+            /** Degraded */
+            degraded?: string[];
             /** Tools */
-            tools: components["schemas"]["ToolDefinition"][];
+            tools: components["schemas"]["RankedToolOut"][];
+        };
+        /**
+         * ToolsResponse
+         * @description ``GET /v1/tools``: ``tools`` is what the format's provider takes as its tool list.
+         */
+        ToolsResponse: {
+            /**
+             * Format
+             * @default json_schema
+             * @enum {string}
+             */
+            format?: "json_schema" | "openai_chat" | "openai_responses" | "anthropic" | "bedrock" | "mcp";
+            /** Tools */
+            tools: components["schemas"]["ToolDefinition"][] | {
+                [key: string]: components["schemas"]["JsonValue"];
+            }[];
         };
         /**
          * TranscriptMessage
@@ -2829,6 +3165,87 @@ export interface operations {
             };
         };
     };
+    "getOpenapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getPersonas: {
         parameters: {
             query?: never;
@@ -3787,7 +4204,9 @@ export interface operations {
     };
     getTools: {
         parameters: {
-            query?: never;
+            query?: {
+                format?: "json_schema" | "openai_chat" | "openai_responses" | "anthropic" | "bedrock" | "mcp";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3879,16 +4298,40 @@ export interface operations {
     };
     postToolsMemoryRecall: {
         parameters: {
-            query?: never;
+            query?: {
+                format?: "json_schema" | "openai_chat" | "openai_responses" | "anthropic" | "bedrock" | "mcp";
+                personaId?: string | null;
+                sourceChannelId?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
+        /** @description The call in the shape of the `format` query parameter: `json_schema` (the default) `{arguments, personaId?, sourceChannelId?}`; `openai_chat` a Chat Completions `tool_calls` item; `openai_responses` a Responses `function_call` item; `anthropic` a `tool_use` content block; `bedrock` a Converse `toolUse` content block; `mcp` the params of `tools/call`. The answer is `{name, result}` for `json_schema`, otherwise the tool result in that provider's shape, errors of the model's arguments included as results. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ToolCallRequest"] & {
+                "application/json": (components["schemas"]["ToolCallRequest"] & {
                     arguments?: components["schemas"]["MemoryRecallArgs"];
-                };
+                }) | (components["schemas"]["OpenAIChatToolCall"] & {
+                    function?: {
+                        /** @constant */
+                        name?: "memory_recall";
+                    };
+                }) | (components["schemas"]["OpenAIResponsesFunctionCall"] & {
+                    /** @constant */
+                    name?: "memory_recall";
+                }) | (components["schemas"]["AnthropicToolUse"] & {
+                    /** @constant */
+                    name?: "memory_recall";
+                }) | (components["schemas"]["BedrockToolUse"] & {
+                    toolUse?: {
+                        /** @constant */
+                        name?: "memory_recall";
+                    };
+                }) | (components["schemas"]["McpToolCall"] & {
+                    /** @constant */
+                    name?: "memory_recall";
+                });
             };
         };
         responses: {
@@ -3898,7 +4341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ToolCallResponse"];
+                    "application/json": components["schemas"]["ToolCallResponse"] | components["schemas"]["OpenAIChatToolMessage"] | components["schemas"]["OpenAIResponsesFunctionCallOutput"] | components["schemas"]["AnthropicToolResult"] | components["schemas"]["BedrockToolResult"] | components["schemas"]["McpCallToolResult"];
                 };
             };
             /** @description malformed JSON */
@@ -3977,16 +4420,40 @@ export interface operations {
     };
     postToolsMemorySave: {
         parameters: {
-            query?: never;
+            query?: {
+                format?: "json_schema" | "openai_chat" | "openai_responses" | "anthropic" | "bedrock" | "mcp";
+                personaId?: string | null;
+                sourceChannelId?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
+        /** @description The call in the shape of the `format` query parameter: `json_schema` (the default) `{arguments, personaId?, sourceChannelId?}`; `openai_chat` a Chat Completions `tool_calls` item; `openai_responses` a Responses `function_call` item; `anthropic` a `tool_use` content block; `bedrock` a Converse `toolUse` content block; `mcp` the params of `tools/call`. The answer is `{name, result}` for `json_schema`, otherwise the tool result in that provider's shape, errors of the model's arguments included as results. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ToolCallRequest"] & {
+                "application/json": (components["schemas"]["ToolCallRequest"] & {
                     arguments: components["schemas"]["MemorySaveArgs"];
-                };
+                }) | (components["schemas"]["OpenAIChatToolCall"] & {
+                    function?: {
+                        /** @constant */
+                        name?: "memory_save";
+                    };
+                }) | (components["schemas"]["OpenAIResponsesFunctionCall"] & {
+                    /** @constant */
+                    name?: "memory_save";
+                }) | (components["schemas"]["AnthropicToolUse"] & {
+                    /** @constant */
+                    name?: "memory_save";
+                }) | (components["schemas"]["BedrockToolUse"] & {
+                    toolUse?: {
+                        /** @constant */
+                        name?: "memory_save";
+                    };
+                }) | (components["schemas"]["McpToolCall"] & {
+                    /** @constant */
+                    name?: "memory_save";
+                });
             };
         };
         responses: {
@@ -3996,7 +4463,103 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ToolCallResponse"];
+                    "application/json": components["schemas"]["ToolCallResponse"] | components["schemas"]["OpenAIChatToolMessage"] | components["schemas"]["OpenAIResponsesFunctionCallOutput"] | components["schemas"]["AnthropicToolResult"] | components["schemas"]["BedrockToolResult"] | components["schemas"]["McpCallToolResult"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postToolsRank: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ToolRankRequest"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolRankResponse"];
                 };
             };
             /** @description malformed JSON */
