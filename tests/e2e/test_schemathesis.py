@@ -92,13 +92,7 @@ def server_state_rules(case: Any) -> None:
     if case.operation.path == "/v1/tools/rank" and isinstance(case.body, dict):
         candidates = case.body.get("candidates")
         if isinstance(candidates, list):
-            names: set[Any] = set()
-            case.body["candidates"] = [
-                c
-                for c in candidates
-                if not isinstance(c, dict)
-                or not (c.get("name") in names or names.add(c.get("name")))  # type: ignore[func-returns-value]
-            ]
+            case.body["candidates"] = _each_name_once(candidates)
     elif case.operation.path.startswith("/v1/tools/") and isinstance(case.body, dict):
         query = case.query if isinstance(case.query, dict) else {}
         tool = case.operation.path.rsplit("/", 1)[1]
@@ -107,6 +101,20 @@ def server_state_rules(case: Any) -> None:
             if name in case.body:
                 query[name] = case.body[name]
         case.query = query
+
+
+def _each_name_once(candidates: list[Any]) -> list[Any]:
+    """The candidates without a repeated (string) name."""
+    seen: set[str] = set()
+    kept = []
+    for candidate in candidates:
+        name = candidate.get("name") if isinstance(candidate, dict) else None
+        if isinstance(name, str):
+            if name in seen:
+                continue
+            seen.add(name)
+        kept.append(candidate)
+    return kept
 
 
 def call_format(tool: str, body: dict[str, Any]) -> str:
