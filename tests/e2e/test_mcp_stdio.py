@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.e2e.harness import LocalEngram, Tenant
-
-from mcp import Client
 
 ENGRAM_MCP = Path(sys.executable).parent / "engram-mcp"  # the console script `uv sync` installs
 TOOLS = {

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+from mcp import Client
 from mcp.server.mcpserver import Context
 from tests.unit.client.bodies import Script, respond
 
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.mcp import build_server
-from mcp import Client
 
 TOOLS = {
     "memory_save",
