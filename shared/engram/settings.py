@@ -151,6 +151,12 @@ class Settings(BaseSettings):
     """OAuth scope that marks a service (machine) token."""
     act_as_header: str = "x-engram-user"
     """Header a service token uses to act for a user of its team."""
+    api_url: str | None = None
+    """The HTTP API's base URL, which the MCP function calls with the caller's token (AWS);
+    unset, the URL the request came to (the local service)."""
+    oauth_issuer: str | None = None
+    """The token issuer remote MCP clients sign in with (the Cognito user pool's issuer URL),
+    named in the MCP endpoint's protected-resource metadata; unset, there is none to name."""
     cursor_key: SecretStr | None = Field(
         default=None,
         min_length=16,

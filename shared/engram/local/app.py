@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from engram import __version__
+from engram.api.mcp_routes import MCP_FUNCTION, MCP_ROUTES
 from engram.api.models import DependencyStatus, HealthResponse
 from engram.api.routes import HTTP_FUNCTIONS, ROUTES, routes_of
 from engram.bootstrap import Container, set_container
@@ -211,6 +212,8 @@ def build_app(
     ingest_queue.consumer = import_function("ingest_consumer").handler
 
     routes: RouteTable = {r.route_key: handlers[r.function] for r in ROUTES}
+    mcp = import_function(MCP_FUNCTION).handler
+    routes.update(dict.fromkeys(MCP_ROUTES, mcp))
     if parts is None:
         probes = probes or {}
         routes["GET /v1/health"] = make_health_handler(

@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from engram.api.errors import HttpError, error_response
-from engram.api.routes import PUBLIC_ROUTES
+from engram.api.mcp_routes import MCP_PUBLIC_ROUTES
+from engram.api.routes import PUBLIC_ROUTES as API_PUBLIC_ROUTES
 from engram.errors import Unauthorized
 from engram.local.lambda_context import FakeLambdaContext, LambdaHandler
 from engram.local.tokens import TokenSigner
@@ -31,6 +32,9 @@ _log = logging.getLogger("engram.local.gateway")
 #: ``{"GET /v1/memories/{id}": handler}``; ``{name+}`` matches the rest of the path.
 RouteTable = dict[str, LambdaHandler]
 
+#: What the local authorizer lets through without a token: the API's public routes and the
+#: MCP endpoint's sign-in metadata.
+PUBLIC_ROUTES: frozenset[str] = API_PUBLIC_ROUTES | MCP_PUBLIC_ROUTES
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 

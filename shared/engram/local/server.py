@@ -23,8 +23,8 @@ from types import FrameType
 from typing import Any
 
 from engram.api.errors import BodyTooLargeError, HttpError, error_response
-from engram.api.routes import PUBLIC_ROUTES
 from engram.local.gateway import (
+    PUBLIC_ROUTES,
     ApiGatewayEmulator,
     HttpResult,
     error_result,

@@ -12,6 +12,7 @@ import httpx
 from tests.integration.functions.conftest import settings_for
 from tests.support.services import RedisTarget
 
+from engram.api.mcp_routes import MCP_ROUTES
 from engram.api.routes import ROUTES
 from engram.bootstrap import set_container
 from engram.local.app import build_app
@@ -27,7 +28,7 @@ def test_serve_app_end_to_end(redis_target: RedisTarget, migrated_url: str, tmp_
         parts={"database_url": migrated_url, "migrate": False},
         maintenance=runs.set,
     )
-    assert set(app.routes) == {r.route_key for r in ROUTES}
+    assert set(app.routes) == {r.route_key for r in ROUTES} | set(MCP_ROUTES)
     assert app.drain_hooks == []  # nothing runs before start()
     service = LocalService(app.routes, settings=settings, port=0)
     app.start()

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-HANDLERS = ["ingest", "ingest_consumer", "session", "memories", "maintenance", "rotate_cache"]
+HANDLERS = [
+    "ingest",
+    "ingest_consumer",
+    "session",
+    "memories",
+    "maintenance",
+    "rotate_cache",
+    "mcp",
+]
 HTTP_HANDLERS = {"ingest", "session", "memories"}
 #: what the HTTP handlers may load at import (Powertools' event handler, see above)
 RESOLVER = ["aws_lambda_powertools", "aws_lambda_powertools.event_handler", "botocore"]

@@ -1,0 +1,1 @@
+"""The MCP Lambda function (handler: ``functions.mcp.handler.handler``)."""
