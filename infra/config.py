@@ -23,6 +23,7 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
     "session",
     "memories",
     "maintenance",
+    "mcp",
 )
 """The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
 
@@ -91,6 +92,8 @@ class StageConfig(BaseModel):
             "session": FunctionConfig(memory_mb=1024, timeout_s=10),
             "memories": FunctionConfig(memory_mb=1024, timeout_s=15),
             "maintenance": FunctionConfig(memory_mb=1024, timeout_s=300),
+            # within API Gateway's 30 s integration timeout (its tools call the API)
+            "mcp": FunctionConfig(memory_mb=512, timeout_s=29),
         }
     )
     migration_timeout_s: int = Field(

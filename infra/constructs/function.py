@@ -32,9 +32,9 @@ class EngramFunction(Construct):
         spec: FunctionSpec,
         sizing: FunctionConfig,
         layer: lambda_.ILayerVersion,
-        vpc: ec2.IVpc,
-        subnets: ec2.SubnetSelection,
-        security_group: ec2.ISecurityGroup,
+        vpc: ec2.IVpc | None,
+        subnets: ec2.SubnetSelection | None,
+        security_group: ec2.ISecurityGroup | None,
         environment: Mapping[str, str],
         log_retention_days: int,
         retain_logs: bool,
@@ -63,13 +63,15 @@ class EngramFunction(Construct):
             memory_size=sizing.memory_mb,
             timeout=Duration.seconds(sizing.timeout_s),
             vpc=vpc,
-            vpc_subnets=subnets,
-            security_groups=[security_group],
+            vpc_subnets=subnets if vpc is not None else None,
+            security_groups=[security_group] if vpc is not None and security_group else None,
             environment=dict(environment),
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.PASS_THROUGH,
         )
-        for policy in ("AWSLambdaBasicExecutionRole", "AWSLambdaVPCAccessExecutionRole"):
+        policies = ["AWSLambdaBasicExecutionRole"]
+        policies += ["AWSLambdaVPCAccessExecutionRole"] if vpc is not None else []
+        for policy in policies:
             acknowledge(
                 self,
                 f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/{policy}]",

@@ -31,6 +31,7 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
+from engram.api.mcp_routes import MCP_FUNCTION, MCP_ROUTES
 from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION
 from engram.api.routes import ROUTES as API_ROUTES
@@ -73,7 +74,16 @@ ROUTES: tuple[Route, ...] = (
         for r in API_ROUTES
     ),
     Route(ANY, CATCH_ALL, CATCH_ALL_FUNCTION),
+    # the MCP function (engram.api.mcp_routes): POST /mcp, and its public sign-in metadata
+    *(
+        Route(apigwv2.HttpMethod(key.split(" ")[0]), key.split(" ")[1], MCP_FUNCTION, auth)
+        for key, auth in MCP_ROUTES.items()
+    ),
 )
+
+# The MCP function calls the public HTTP API with the caller's token and touches no store, so
+# it runs outside the VPC (whose isolated subnets have no route to the internet).
+OUTSIDE_VPC = frozenset({MCP_FUNCTION})
 
 # What each function may touch (least privilege): data stores, queues, Bedrock.
 REDIS_USERS = frozenset({"ingest", "ingest_consumer", "session", "memories", "maintenance"})
@@ -335,7 +345,7 @@ class ServiceStack(Stack):
             env = dict(base_env)
             env.update(redis_env if name in REDIS_USERS else {})
             env.update(database_env if name in DATABASE_USERS else {})
-            env.update(queue_env)
+            env.update(queue_env if name not in OUTSIDE_VPC else {})
             if name in CURSOR_SIGNERS:
                 env["ENGRAM_CURSOR_KEY_SECRET_ARN"] = self.cursor_key.secret_arn
             if name in EXTRACTION_DEAD_LETTERERS:
@@ -356,9 +366,9 @@ class ServiceStack(Stack):
                 spec=spec,
                 sizing=sizing,
                 layer=self.layer,
-                vpc=vpc,
-                subnets=subnets,
-                security_group=functions_sg,
+                vpc=None if spec.name in OUTSIDE_VPC else vpc,
+                subnets=None if spec.name in OUTSIDE_VPC else subnets,
+                security_group=None if spec.name in OUTSIDE_VPC else functions_sg,
                 environment=env,
                 log_retention_days=config.log_retention_days,
                 retain_logs=config.retain_logs,
@@ -580,6 +590,11 @@ class ServiceStack(Stack):
             name: HttpLambdaIntegration(f"{_pascal(name)}Integration", fn)
             for name, fn in self.functions.items()
         }
+        # The MCP function calls the API it serves, and names the user pool as the issuer
+        # remote MCP clients sign in with (its protected-resource metadata).
+        mcp = self.functions[MCP_FUNCTION]
+        mcp.add_environment("ENGRAM_API_URL", self.api.api_endpoint)
+        mcp.add_environment("ENGRAM_OAUTH_ISSUER", issuer)  # the authorizer's issuer
         for route in ROUTES:
             self.api.add_routes(
                 path=route.path,
@@ -668,6 +683,9 @@ class ServiceStack(Stack):
             "checks call it without a token; it returns only store status.",
             "--v1--openapi.json": "GET /v1/openapi.json is deliberately public: it is the API's "
             "published description (docs/openapi.json) and holds no data.",
+            "--oauth-protected-resource--mcp": "The MCP endpoint's OAuth protected-resource "
+            "metadata (RFC 9728) is public by definition: a client reads it before it has a "
+            "token, to find the user pool to sign in with; it holds only the endpoint and issuer.",
         }
         for route in self.api.node.children:
             for suffix, reason in public.items():

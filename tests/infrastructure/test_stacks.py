@@ -18,6 +18,7 @@ from infra.stacks.service import ROUTES, cors_allowed_headers
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 
+from engram.api.mcp_routes import MCP_FUNCTION, MCP_PUBLIC_ROUTES, MCP_ROUTES
 from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION, PUBLIC_ROUTES
 from engram.api.routes import ROUTES as API_ROUTES
@@ -27,9 +28,11 @@ pytestmark = pytest.mark.infrastructure
 
 HEALTH = "GET /v1/health"
 #: every route of the route table, plus the catch-all to the memories function
-SPEC_ROUTES = {r.route_key: r.function for r in API_ROUTES} | {
-    f"ANY {CATCH_ALL}": CATCH_ALL_FUNCTION
-}
+SPEC_ROUTES = (
+    {r.route_key: r.function for r in API_ROUTES}
+    | {f"ANY {CATCH_ALL}": CATCH_ALL_FUNCTION}
+    | dict.fromkeys(MCP_ROUTES, MCP_FUNCTION)
+)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -91,7 +94,7 @@ def _as_list(value: Any) -> list[Any]:
 # --- API ------------------------------------------------------------------------------------
 
 
-def test_every_route_but_health_has_the_jwt_authorizer(prod: Synthesized) -> None:
+def test_every_route_but_the_public_ones_has_the_jwt_authorizer(prod: Synthesized) -> None:
     authorizers = prod.resources("AWS::ApiGatewayV2::Authorizer", "Service")
     jwt = {k for k, a in authorizers.items() if a["Properties"]["AuthorizerType"] == "JWT"}
     assert len(jwt) == 1
@@ -109,7 +112,7 @@ def test_every_route_but_health_has_the_jwt_authorizer(prod: Synthesized) -> Non
     assert HEALTH in PUBLIC_ROUTES
     for route in routes.values():
         props = route["Properties"]
-        if props["RouteKey"] in PUBLIC_ROUTES:
+        if props["RouteKey"] in PUBLIC_ROUTES | MCP_PUBLIC_ROUTES:
             assert props.get("AuthorizationType", "NONE") == "NONE"
             assert "AuthorizerId" not in props
         else:
@@ -381,6 +384,9 @@ def test_lambdas_run_in_isolated_private_subnets_with_the_functions_group(
     assert len(functions) == len(LAMBDA_FUNCTIONS) + 2  # + the migration, the cache rotation
     groups: set[tuple[str, str]] = set()
     for fn in functions.values():
+        if fn["Properties"]["Handler"] == f"functions.{MCP_FUNCTION}.handler.handler":
+            assert "VpcConfig" not in fn["Properties"]  # it calls the public API (see below)
+            continue
         vpc = fn["Properties"]["VpcConfig"]
         assert len(vpc["SubnetIds"]) >= 2
         for subnet in vpc["SubnetIds"]:
@@ -400,8 +406,9 @@ def test_lambdas_run_in_isolated_private_subnets_with_the_functions_group(
 
 
 def test_functions_outside_the_vpc_touch_no_data(prod: Synthesized) -> None:
-    """CDK's own providers (trigger invoker, default-SG restriction) run outside the VPC; they
-    must hold no permission on secrets, queues, databases, the cache or Bedrock."""
+    """CDK's own providers (trigger invoker, default-SG restriction) and the MCP function run
+    outside the VPC; they must hold no permission on secrets, queues, databases, the cache or
+    Bedrock."""
     data_services = ("secretsmanager:", "sqs:", "rds", "elasticache:", "bedrock:")
     outside = 0
     for stack, template in prod.templates.items():
@@ -438,6 +445,7 @@ def test_redis_and_the_proxy_are_reached_only_through_security_groups(prod: Synt
     functions_sg = {
         _resolve(prod, fn["Properties"]["VpcConfig"]["SecurityGroupIds"][0])
         for fn in _engram_functions(prod).values()
+        if "VpcConfig" in fn["Properties"]
     }
     assert proxy["Properties"]["RequireTLS"] is True
 
@@ -621,3 +629,26 @@ def test_cors_allows_the_headers_the_service_reads(monkeypatch: pytest.MonkeyPat
     ]
     monkeypatch.setattr(act_as, "default", "X-Acting-For")
     assert cors_allowed_headers()[-1] == "x-acting-for"
+
+
+def test_the_mcp_function_calls_the_api_and_names_the_user_pool(prod: Synthesized) -> None:
+    (fn,) = (
+        f
+        for f in _engram_functions(prod).values()
+        if f["Properties"]["Handler"] == f"functions.{MCP_FUNCTION}.handler.handler"
+    )
+    env = fn["Properties"]["Environment"]["Variables"]
+    assert not {k for k in env if k.startswith(("ENGRAM_REDIS", "ENGRAM_DATABASE"))}
+    assert not {k for k in env if k.endswith("_QUEUE_URL")}
+    resources = prod.template("Service")["Resources"]
+    api_url = json.dumps(env["ENGRAM_API_URL"])
+    assert any(
+        resources[_ref({"Ref": r})]["Type"] == "AWS::ApiGatewayV2::Api"
+        for r in resources
+        if f'"{r}"' in api_url
+    )
+    issuer = json.dumps(env["ENGRAM_OAUTH_ISSUER"])
+    assert "cognito-idp" in issuer
+    pools = prod.resources("AWS::Cognito::UserPool", "Service")
+    assert any(f'"{pool}"' in issuer for pool in pools)
+    assert fn["Properties"]["Timeout"] < 30  # answers within API Gateway's timeout
