@@ -13,11 +13,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from tests.e2e.harness import LocalEngram, Tenant
 
 from engram.api.mcp_routes import MCP_PATH
-from mcp import ClientSession
 
 
 @asynccontextmanager
