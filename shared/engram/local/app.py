@@ -14,6 +14,9 @@ Around them:
 * the maintenance job on a ``Periodic`` timer every ``Settings.maintenance_interval_s`` —
   the ``maintenance`` callable given, else ``functions.maintenance.handler.handler`` called
   with an EventBridge scheduled event, when that module exists;
+* the event relay on a ``Periodic`` timer every ``Settings.events_poll_ms``: the outbox
+  published to ``<data_dir>/events.jsonl`` (and ``ENGRAM_EVENTS_WEBHOOK_URL`` when set), as
+  the events function publishes it to EventBridge;
 * one ``engram.bootstrap.Container`` (installed with ``set_container``) holding Redis, the
   database URL and the queue senders, so the handlers' ``get_container()`` finds it.
 
@@ -138,6 +141,7 @@ class LocalApp:
     ingest_queue: LocalQueue | None = None
     extraction_queue: LocalQueue | None = None
     scheduler: Periodic | None = None
+    events: Periodic | None = None
     started: bool = False
 
     def start(self) -> LocalApp:
@@ -150,9 +154,10 @@ class LocalApp:
             queue = self.ingest_queue
             queue.start()
             self.drain_hooks.append(lambda: _drain(queue))
-        if self.scheduler is not None:
-            self.drain_hooks.append(self.scheduler.stop)
-            self.scheduler.start()
+        for timer in (self.scheduler, self.events):
+            if timer is not None:
+                self.drain_hooks.append(timer.stop)
+                timer.start()
         if self.extraction_queue is not None:
             self.drain_hooks.append(self.extraction_queue.close)
         if self.container is not None:
@@ -173,6 +178,7 @@ def build_app(
     parts: Mapping[str, Any] | None = None,
     maintenance: Callable[[], object] | None = None,
     run_maintenance: bool = True,
+    run_events: bool | None = None,
     durable_queues: bool = True,
     ingest_max_receive_count: int = DEFAULT_MAX_RECEIVE_COUNT,
 ) -> LocalApp:
@@ -180,8 +186,10 @@ def build_app(
 
     ``parts`` are ``Container`` keyword arguments (``database_url``, ``redis``, ``clock``...);
     with ``parts`` given, ``GET /v1/health`` is the memories handler's (real probes), else the
-    probe-only handler fed by ``probes``. Nothing connects until first use: the queue files
-    (``<data_dir>/queues/*.sqlite3``; in memory with ``durable_queues=False``) open lazily."""
+    probe-only handler fed by ``probes``. ``run_events`` (default: when the maintenance
+    function runs on its timer) starts the event relay's timer. Nothing connects until first
+    use: the queue files (``<data_dir>/queues/*.sqlite3``; in memory with
+    ``durable_queues=False``) open lazily, and so does the relay."""
     sqs = LocalSqs()
     ingest_queue = LocalQueue(
         INGEST_QUEUE,
@@ -228,6 +236,15 @@ def build_app(
         if job is not None and run_maintenance
         else None
     )
+    if run_events is None:
+        run_events = run_maintenance and maintenance is None
+
+    def publish() -> object:
+        return container.events_relay.drain()  # the relay is built on the first run
+
+    events = None
+    if run_events:
+        events = Periodic(publish, settings.events_poll_ms / 1000, name="events")
     return LocalApp(
         routes=routes,
         container=container,
@@ -235,6 +252,7 @@ def build_app(
         ingest_queue=ingest_queue,
         extraction_queue=extraction_queue,
         scheduler=scheduler,
+        events=events,
     )
 
 

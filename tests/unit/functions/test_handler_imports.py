@@ -24,6 +24,7 @@ HANDLERS = [
     "maintenance",
     "rotate_cache",
     "mcp",
+    "events",
 ]
 HTTP_HANDLERS = {"ingest", "session", "memories"}
 #: what the HTTP handlers may load at import (Powertools' event handler, see above)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from engram.adapters.postgres.outbox import append_user_erased
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.maintenance.models import ErasureRecord
@@ -45,13 +46,18 @@ class PostgresErasureLog:
         self._clock = clock or SystemClock()
 
     def record(self, team_id: str, user_id: str, at_ms: int) -> None:
-        """Idempotent: recording the same erasure twice keeps one row."""
-        with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:
-            conn.execute(
+        """Idempotent: recording the same erasure twice keeps one row (and one
+        ``user.erased`` event, written with the row in its transaction)."""
+        at = _ts(at_ms)
+        ctx = AccessContext(team_id=team_id, user_id=user_id)
+        with self._db.tenant(ctx) as conn, conn.cursor() as cur:
+            cur.execute(
                 "INSERT INTO erasures (team_id, user_id, erased_at) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
-                (team_id, user_id, _ts(at_ms)),
+                (team_id, user_id, at),
             )
+            if cur.rowcount == 1:
+                append_user_erased(cur, team_id, user_id, at)
 
     def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool:
         with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:

@@ -9,6 +9,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
+from engram.adapters.postgres.outbox import append_team_settings_changed
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.memories.inputs import ExtractionConfig, RetentionRule
@@ -105,8 +106,8 @@ class PostgresPersonaStore:
 
     def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:
         now = self._now()
-        with self._db.tenant(ctx) as conn:
-            conn.execute(
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
                 "INSERT INTO team_settings (team_id, memory_enabled, archive_after_days,"
                 " delete_archived_after_days, updated_at)"
                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
@@ -122,4 +123,5 @@ class PostgresPersonaStore:
                     now,
                 ),
             )
+            append_team_settings_changed(cur, ctx, settings, now)
         return settings.model_copy(update={"updated_at": now})

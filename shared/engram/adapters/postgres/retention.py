@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engram.adapters.postgres.outbox import append_team_settings_changed
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.errors import InvalidInput
 from engram.maintenance.models import RetentionPolicy
+from engram.memories.inputs import RetentionRule
+from engram.memories.models import TeamSettings
 from engram.memories.ports import AccessContext
 
 _NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
@@ -70,19 +73,29 @@ class PostgresRetentionPolicies:
             delete_archived_after_days=delete,
         )
         when = self._clock.now_ms()
-        with self._db.tenant(ctx) as conn:
+        with self._db.tenant(ctx) as conn, conn.cursor() as cur:
             if persona_id is None:
-                conn.execute(
+                cur.execute(
                     "INSERT INTO team_settings (team_id, updated_at, archive_after_days,"
                     " delete_archived_after_days) VALUES (%s, to_timestamp(%s / 1000.0), %s, %s)"
                     " ON CONFLICT (team_id) DO UPDATE"
                     " SET archive_after_days = EXCLUDED.archive_after_days,"
                     " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
-                    " updated_at = EXCLUDED.updated_at",
+                    " updated_at = EXCLUDED.updated_at RETURNING memory_enabled, updated_at",
                     (ctx.team_id, when, archive, delete),
                 )
+                row = cur.fetchone()
+                assert row is not None
+                team = TeamSettings(
+                    team_id=ctx.team_id,
+                    memory_enabled=row[0],
+                    retention=RetentionRule(
+                        archive_after_days=archive, delete_archived_after_days=delete
+                    ),
+                )
+                append_team_settings_changed(cur, ctx, team, row[1])
             else:
-                conn.execute(
+                cur.execute(
                     "INSERT INTO personas (team_id, persona_id, updated_at, archive_after_days,"
                     " delete_archived_after_days)"
                     " VALUES (%s, %s, to_timestamp(%s / 1000.0), %s, %s)"

@@ -27,12 +27,14 @@ from engram.adapters.postgres.lifecycle import (
     lock_row,
     refuse_past_limits,
 )
+from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.personas import PostgresPersonaStore
 from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES, ORDER_UNRANKED
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
 from engram.errors import Conflict, InvalidInput, PreconditionFailed, QuotaExceeded
+from engram.events.models import SERVICE_ACTOR
 from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, suppression_digest
 from engram.memories.models import (
     LIVE_STATUSES,
@@ -176,9 +178,18 @@ class PostgresMemoryStore(PostgresPersonaStore):
             )
             row = cur.fetchone()
             assert row is not None
+            saved = _memory(row)
+            append_memory_event(
+                cur,
+                "memory.saved" if row["created"] else "memory.updated",
+                saved,
+                actor_id=ctx.user_id,
+                cause="api",
+                at=values["now"],
+            )
             if row["created"] and memory.status in LIVE_STATUSES:
                 refuse_past_limits(subjects, used)
-        return _memory(row), bool(row["created"])
+        return saved, bool(row["created"])
 
     def propose(
         self,
@@ -204,6 +215,14 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 row = cur.fetchone()
                 if row is None:
                     raise _NotProposed  # roll back: a rejected row dropped above stays
+                append_memory_event(
+                    cur,
+                    "memory.proposed",
+                    _memory(row),
+                    actor_id=SERVICE_ACTOR,
+                    cause="extraction",
+                    at=values["now"],
+                )
                 if row["created"]:
                     refuse_past_limits(subjects, used)
         except (QuotaExceeded, _NotProposed):
@@ -346,6 +365,14 @@ class PostgresMemoryStore(PostgresPersonaStore):
             )
             if after is None:
                 return None
+            append_memory_event(
+                cur,
+                "memory.updated",
+                after,
+                actor_id=ctx.user_id if decided else SERVICE_ACTOR,
+                cause="api" if decided else "service",
+                at=self._now(),
+            )
             if decided is not None:
                 insert_audit(cur, audit_row(decided, after.id, before, after))
                 if after.status is Status.ARCHIVED and before.status is not Status.ARCHIVED:
@@ -386,6 +413,14 @@ class PostgresMemoryStore(PostgresPersonaStore):
             )
             if after is None:
                 raise Conflict("this memory was already reviewed")
+            append_memory_event(
+                cur,
+                "memory.approved" if status is Status.ACTIVE else "memory.rejected",
+                after,
+                actor_id=ctx.user_id,
+                cause="review",
+                at=decided.at,
+            )
             insert_audit(cur, audit_row(decided, after.id, before, after))
             if after.status is Status.REJECTED:
                 # the value stays refused once a new value of the key replaces the row
@@ -416,8 +451,17 @@ class PostgresMemoryStore(PostgresPersonaStore):
             row = cur.fetchone()
             if row is None:
                 return False
+            before = _memory(row)
+            append_memory_event(
+                cur,
+                "memory.deleted",
+                before,
+                actor_id=ctx.user_id if decided else SERVICE_ACTOR,
+                cause="api" if decided else "service",
+                at=decided.at if decided else self._now(),
+                deleted=True,
+            )
             if decided is not None:
-                before = _memory(row)
                 insert_audit(cur, audit_row(decided, before.id, before, None))
                 insert_suppression(cur, before, decided.at)
         return True
@@ -451,18 +495,36 @@ class PostgresMemoryStore(PostgresPersonaStore):
     def apply_retention(
         self, ctx: AccessContext, *, archive_before: datetime, delete_archived_before: datetime
     ) -> dict[str, int]:
-        with self._db.tenant(ctx) as conn:
-            deleted = conn.execute(
-                "DELETE FROM memories WHERE team_id = %s AND status = 'archived'"
-                " AND updated_at < %s",
+        now = self._now()
+        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "DELETE FROM memories AS m WHERE m.team_id = %s AND m.status = 'archived'"
+                f" AND m.updated_at < %s RETURNING {COLUMNS}",
                 (ctx.team_id, delete_archived_before),
-            ).rowcount
-            archived = conn.execute(
-                "UPDATE memories SET status = 'archived', updated_at = %s WHERE team_id = %s"
-                " AND status = 'active' AND updated_at < %s",
-                (self._now(), ctx.team_id, archive_before),
-            ).rowcount
-        return {"archived": archived, "deleted": deleted}
+            )
+            deleted = [_memory(r) for r in cur.fetchall()]
+            cur.execute(
+                "UPDATE memories AS m SET status = 'archived', updated_at = %s"
+                " WHERE m.team_id = %s AND m.status = 'active' AND m.updated_at < %s"
+                f" RETURNING {COLUMNS}",
+                (now, ctx.team_id, archive_before),
+            )
+            archived = [_memory(r) for r in cur.fetchall()]
+            for gone in deleted:
+                append_memory_event(
+                    cur,
+                    "memory.deleted",
+                    gone,
+                    actor_id=SERVICE_ACTOR,
+                    cause="service",
+                    at=now,
+                    deleted=True,
+                )
+            for changed in archived:
+                append_memory_event(
+                    cur, "memory.updated", changed, actor_id=SERVICE_ACTOR, cause="service", at=now
+                )
+        return {"archived": len(archived), "deleted": len(deleted)}
 
     def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]:
         mid = _uuid(memory_id)

@@ -1,0 +1,1 @@
+"""The events function: publishes the event outbox (EventBridge schedule, every minute)."""

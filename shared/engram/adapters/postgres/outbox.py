@@ -1,0 +1,183 @@
+"""The transactional outbox on PostgreSQL (migration 0009).
+
+``append`` is called by the store adapters with the cursor of the change itself, so the event
+row commits or rolls back with the change. It takes the aggregate's next sequence number
+(``event_sequences``; the counter row stays locked until commit, so numbers follow commit
+order), builds the event model (validating it) and inserts it. ``PostgresOutbox`` is the
+relay's side (``engram.events.ports.Outbox``), through the ``SECURITY DEFINER`` functions of
+0009 from a transaction that acts in no team.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg import Cursor
+from psycopg.types.json import Jsonb
+
+from engram.adapters.postgres.pool import Database
+from engram.events.models import (
+    SCHEMA_VERSION,
+    Cause,
+    DomainEvent,
+    MemoryEvent,
+    MemoryEventType,
+    RetentionSettings,
+    TeamSettingsChanged,
+    UserErased,
+)
+from engram.events.ports import OutboxEntry, OutboxStats
+from engram.memories.models import Memory, TeamSettings
+from engram.memories.ports import AccessContext
+
+_NO_TEAM = AccessContext(team_id="", user_id="engram-events", elevated=False)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _ts(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def _next_sequence(cur: Cursor[Any], team_id: str, aggregate_id: str) -> int:
+    cur.execute(
+        "INSERT INTO event_sequences AS s (team_id, aggregate_id, last_seq) VALUES (%s, %s, 1)"
+        " ON CONFLICT (team_id, aggregate_id) DO UPDATE SET last_seq = s.last_seq + 1"
+        " RETURNING last_seq",
+        (team_id, aggregate_id),
+    )
+    row = cur.fetchone()
+    assert row is not None
+    return int(row["last_seq"] if isinstance(row, dict) else row[0])
+
+
+def _insert(cur: Cursor[Any], aggregate_id: str, event: DomainEvent, at: datetime) -> None:
+    cur.execute(
+        "INSERT INTO event_outbox (event_id, team_id, aggregate_id, sequence, event_type,"
+        " detail, created_at, next_attempt_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            uuid.UUID(event.event_id),
+            event.team_id,
+            aggregate_id,
+            event.sequence,
+            event.type,
+            Jsonb(event.to_detail()),
+            at,
+            at,
+        ),
+    )
+
+
+def _common(cur: Cursor[Any], team_id: str, aggregate_id: str, at: datetime) -> dict[str, Any]:
+    return {
+        "event_id": str(uuid.uuid4()),
+        "schema_version": SCHEMA_VERSION,
+        "occurred_at": at,
+        "team_id": team_id,
+        "sequence": _next_sequence(cur, team_id, aggregate_id),
+    }
+
+
+def append_memory_event(
+    cur: Cursor[Any],
+    event_type: MemoryEventType,
+    memory: Memory,
+    *,
+    actor_id: str,
+    cause: Cause,
+    at: datetime,
+    deleted: bool = False,
+) -> None:
+    """The event of one change of ``memory`` (its state after the change; ``deleted``: gone)."""
+    aggregate = f"memory:{memory.id}"
+    event = MemoryEvent(
+        **_common(cur, memory.team_id, aggregate, at),
+        type=event_type,
+        memory_id=memory.id,
+        scope=memory.scope.value,
+        owner_id=memory.owner_id,
+        user_id=memory.user_id,
+        status=None if deleted else memory.status.value,
+        actor_id=actor_id,
+        cause=cause,
+    )
+    _insert(cur, aggregate, event, at)
+
+
+def append_user_erased(cur: Cursor[Any], team_id: str, user_id: str, at: datetime) -> None:
+    aggregate = f"user:{user_id}"
+    event = UserErased(
+        **_common(cur, team_id, aggregate, at), type="user.erased", user_id=user_id, erased_at=at
+    )
+    _insert(cur, aggregate, event, at)
+
+
+def append_team_settings_changed(
+    cur: Cursor[Any], ctx: AccessContext, settings: TeamSettings, at: datetime
+) -> None:
+    event = TeamSettingsChanged(
+        **_common(cur, ctx.team_id, "team", at),
+        type="team.settings.changed",
+        actor_id=ctx.user_id,
+        memory_enabled=settings.memory_enabled,
+        retention=RetentionSettings(
+            archive_after_days=settings.retention.archive_after_days,
+            delete_archived_after_days=settings.retention.delete_archived_after_days,
+        ),
+    )
+    _insert(cur, "team", event, at)
+
+
+class PostgresOutbox:
+    """``engram.events.ports.Outbox`` over :class:`Database` (the relay's cross-team side)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def claim(self, *, limit: int, lease_ms: int, now_ms: int) -> Sequence[OutboxEntry]:
+        with self._db.tenant(_NO_TEAM) as conn:
+            rows = conn.execute(
+                "SELECT event_id, event_type, detail, attempts, position"
+                " FROM engram_outbox_claim(%s, %s, %s) ORDER BY position",
+                (limit, timedelta(milliseconds=lease_ms), _ts(now_ms)),
+            ).fetchall()
+        return [
+            OutboxEntry(
+                event_id=str(r[0]), event_type=r[1], detail=r[2], attempts=r[3], position=r[4]
+            )
+            for r in rows
+        ]
+
+    def mark_sent(self, event_ids: Sequence[str], *, now_ms: int) -> None:
+        with self._db.tenant(_NO_TEAM) as conn:
+            conn.execute(
+                "SELECT engram_outbox_sent(%s::uuid[], %s)",
+                ([uuid.UUID(i) for i in event_ids], _ts(now_ms)),
+            )
+
+    def mark_failed(
+        self, event_id: str, *, error: str, retry_at_ms: int, dead: bool, now_ms: int
+    ) -> None:
+        with self._db.tenant(_NO_TEAM) as conn:
+            conn.execute(
+                "SELECT engram_outbox_failed(%s, %s, %s, %s)",
+                (uuid.UUID(event_id), error, _ts(retry_at_ms), dead),
+            )
+
+    def prune(self, *, sent_before_ms: int, limit: int) -> int:
+        with self._db.tenant(_NO_TEAM) as conn:
+            row = conn.execute(
+                "SELECT engram_outbox_prune(%s, %s)", (_ts(sent_before_ms), limit)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def stats(self, *, now_ms: int) -> OutboxStats:
+        with self._db.tenant(_NO_TEAM) as conn:
+            row = conn.execute(
+                "SELECT pending, dead, oldest_pending_age_s FROM engram_outbox_stats(%s)",
+                (_ts(now_ms),),
+            ).fetchone()
+        assert row is not None
+        return OutboxStats(pending=int(row[0]), dead=int(row[1]), oldest_pending_age_s=row[2])
