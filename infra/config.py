@@ -24,6 +24,7 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
     "memories",
     "maintenance",
     "mcp",
+    "events",
 )
 """The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
 
@@ -94,6 +95,7 @@ class StageConfig(BaseModel):
             "maintenance": FunctionConfig(memory_mb=1024, timeout_s=300),
             # within API Gateway's 30 s integration timeout (its tools call the API)
             "mcp": FunctionConfig(memory_mb=512, timeout_s=29),
+            "events": FunctionConfig(memory_mb=256, timeout_s=90),
         }
     )
     migration_timeout_s: int = Field(
@@ -140,6 +142,26 @@ class StageConfig(BaseModel):
         le=365,
         description="Days between rotations of the cache password (the first runs when the "
         "schedule is created).",
+    )
+    # --- domain events -------------------------------------------------------------------
+    events_every_minutes: int = Field(
+        default=1, ge=1, le=60, description="Schedule of the events function (the relay)."
+    )
+    events_relay_run_s: int = Field(
+        default=50,
+        ge=0,
+        le=840,
+        description="Seconds one run of the events function keeps polling the outbox; with a "
+        "1-minute schedule, 50 keeps a relay polling almost all the time.",
+    )
+    event_archive_retention_days: int = Field(
+        default=30, ge=1, le=3650, description="Days the bus's archive keeps events for replay."
+    )
+    alarm_outbox_age_s: int = Field(
+        default=300, ge=60, description="Oldest unpublished event in the outbox, above which."
+    )
+    alarm_outbox_depth: int = Field(
+        default=10_000, ge=1, description="Events waiting in the outbox, above which."
     )
     # --- API -----------------------------------------------------------------------------
     api_throttle_rate: float = Field(default=50, gt=0)
@@ -204,6 +226,8 @@ class StageConfig(BaseModel):
         missing = set(LAMBDA_FUNCTIONS) - set(self.functions)
         if missing:
             raise ValueError(f"functions: missing sizing for {sorted(missing)}")
+        if self.events_relay_run_s + 10 > self.function("events").timeout_s:
+            raise ValueError("events_relay_run_s: must end 10 s before the events timeout")
         if self.aurora_max_acu < self.aurora_min_acu:
             raise ValueError("aurora_max_acu: must be >= aurora_min_acu")
         if self.ingest_batch_size > 10 and self.ingest_batch_window_s < 1:
@@ -244,6 +268,7 @@ STAGES: dict[str, StageConfig] = {
         extractor="rules",
         log_level="DEBUG",
         service_teams=("dev",),
+        events_relay_run_s=0,  # publish once a minute, without polling: events within 60 s
     ),
     "staging": StageConfig(
         name="staging",

@@ -1,7 +1,8 @@
 """Monitoring: alarms to an encrypted SNS topic (which also hears when each alarm is OK again)
 and one dashboard. Alarms: DLQ depth and queue age, per-function errors, throttles and p99
 duration, consolidation degradations, maintenance invocations given up on, API 5xx and p99
-latency, Aurora ACU utilisation and connections, RDS Proxy availability, cache throttling."""
+latency, Aurora ACU utilisation and connections, RDS Proxy availability, cache throttling, and
+the event outbox (age of the oldest unpublished event, depth, dead entries)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ DEGRADED_METRIC = "ConsolidationDegraded"
 function emits once per session start that answered degraded."""
 
 FIVE_MINUTES = Duration.minutes(5)
+
+OUTBOX_AGE_METRIC = "OutboxOldestAgeSeconds"
+OUTBOX_DEPTH_METRIC = "OutboxDepth"
+OUTBOX_DEAD_METRIC = "OutboxDeadEntries"
+"""EMF metrics the events function emits on every run (``functions/events/handler.py``)."""
 
 
 class MonitoringStack(Stack):
@@ -74,6 +80,7 @@ class MonitoringStack(Stack):
             *,
             below: bool = False,
             periods: int = 1,
+            missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
         ) -> None:
             created = cloudwatch.Alarm(
                 self,
@@ -86,7 +93,7 @@ class MonitoringStack(Stack):
                     if below
                     else cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
                 ),
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                treat_missing_data=missing,
                 alarm_description=f"Engram {config.name}: {what}",
             )
             created.add_alarm_action(action)
@@ -224,6 +231,39 @@ class MonitoringStack(Stack):
             "session starts answering degraded (consolidation timeout or store errors)",
         )
 
+        # --- the event outbox ---------------------------------------------------------------
+        def engram_metric(name: str, statistic: str = "Maximum") -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=name,
+                dimensions_map={"service": SERVICE_NAME},
+                period=FIVE_MINUTES,
+                statistic=statistic,
+            )
+
+        outbox_age = engram_metric(OUTBOX_AGE_METRIC)
+        outbox_depth = engram_metric(OUTBOX_DEPTH_METRIC)
+        # the relay reports every minute: no data means it stopped, which is breaching too
+        alarm(
+            "OutboxAge",
+            outbox_age,
+            config.alarm_outbox_age_s,
+            "events waiting in the outbox too long (or the events function stopped reporting)",
+            missing=cloudwatch.TreatMissingData.BREACHING,
+        )
+        alarm(
+            "OutboxDepth",
+            outbox_depth,
+            config.alarm_outbox_depth,
+            "events piling up in the outbox",
+        )
+        alarm(
+            "OutboxDeadEntries",
+            engram_metric(OUTBOX_DEAD_METRIC),
+            1,
+            "events EventBridge kept refusing are dead (docs/events.md: dead entries)",
+        )
+
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"engram-{config.name}")
         functions = service.functions.values()
         dashboard.add_widgets(
@@ -260,5 +300,13 @@ class MonitoringStack(Stack):
         )
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Consolidation degraded", left=[degraded], width=12),
-            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=12),
+            cloudwatch.GraphWidget(
+                title="Event outbox: oldest waiting (s) and depth",
+                left=[outbox_age],
+                right=[outbox_depth],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24),
         )

@@ -24,6 +24,7 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
     # the ElastiCache API: the cache rotation function sets the user's passwords (ModifyUser)
     "ElastiCache": ec2.InterfaceVpcEndpointAwsService.ELASTICACHE,
+    "Events": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,  # the relay's PutEvents
 }
 BEDROCK_ENDPOINT = ("BedrockRuntime", ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME)
 """Only in stages whose embedder or extractor is Bedrock (``StageConfig.uses_bedrock``)."""

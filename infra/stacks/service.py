@@ -87,12 +87,14 @@ OUTSIDE_VPC = frozenset({MCP_FUNCTION})
 
 # What each function may touch (least privilege): data stores, queues, Bedrock.
 REDIS_USERS = frozenset({"ingest", "ingest_consumer", "session", "memories", "maintenance"})
-DATABASE_USERS = frozenset({"ingest", "session", "memories", "maintenance"})
+DATABASE_USERS = frozenset({"ingest", "session", "memories", "maintenance", "events"})
 BEDROCK_USERS = frozenset({"session", "memories", "maintenance"})
 INGEST_SENDERS = frozenset({"ingest"})
 EXTRACTION_SENDERS = frozenset({"ingest"})
 EXTRACTION_DEAD_LETTERERS = frozenset({"maintenance"})
 CURSOR_SIGNERS = frozenset({"memories"})  # page cursors: GET /v1/review, GET /v1/memories/list
+EVENT_PUBLISHERS = frozenset({"events"})  # PutEvents on the stage's bus (the outbox relay)
+EVENT_SOURCE = "engram"  # engram.events.models.SOURCE
 
 CACHE_ROTATION_TIMEOUT_S = 900
 """One rotation step may wait for the ElastiCache user to be active before and after
@@ -120,6 +122,8 @@ SCHEDULES: dict[str, str] = {
     "MaintenanceDaily": "daily",  # decay sweep of idle identities, retention policies
 }
 """Rule id -> the ``engramSchedule`` field of the event the maintenance function receives."""
+EVENTS_SCHEDULE = "EventsRelay"
+"""Rule id of the events function's schedule."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +289,46 @@ class ServiceStack(Stack):
             for team, scope in team_scopes.items()
         }
 
+        # --- domain events: the bus, its archive and an example rule ----------------------
+        # The events function publishes the outbox here (docs/events.md). The archive keeps
+        # every Engram event for replay; the example rule sends proposals waiting for review
+        # to a queue a reviewer notifier would read.
+        self.event_bus = events.EventBus(self, "EventBus", event_bus_name=f"engram-{config.name}")
+        self.event_archive = self.event_bus.archive(
+            "EventArchive",
+            archive_name=f"engram-{config.name}-events",
+            description=f"Engram {config.name}: every domain event, for replay",
+            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
+            retention=Duration.days(config.event_archive_retention_days),
+        )
+        self.review_notifications = QueueWithDlq(
+            self,
+            "ReviewNotifications",
+            queue_name=f"engram-{config.name}-review-notifications",
+            visibility_timeout_s=30,
+            max_receive_count=config.max_receive_count,
+            dlq_retention_days=config.dlq_retention_days,
+        )
+        self.proposals_rule = events.Rule(
+            self,
+            "ProposalsForReview",
+            event_bus=self.event_bus,
+            description="Example: memory.proposed (schema version 1) to the review notifications",
+            event_pattern=events.EventPattern(
+                source=[EVENT_SOURCE],
+                detail_type=["memory.proposed"],
+                detail={"schemaVersion": [1]},
+            ),
+            targets=[
+                targets.SqsQueue(
+                    self.review_notifications.queue,
+                    dead_letter_queue=self.review_notifications.dlq,
+                    retry_attempts=8,
+                    max_event_age=Duration.hours(24),
+                )
+            ],
+        )
+
         # --- functions ---------------------------------------------------------------------
         self.layer = lambda_.LayerVersion(
             self,
@@ -348,6 +392,9 @@ class ServiceStack(Stack):
             env.update(queue_env if name not in OUTSIDE_VPC else {})
             if name in CURSOR_SIGNERS:
                 env["ENGRAM_CURSOR_KEY_SECRET_ARN"] = self.cursor_key.secret_arn
+            if name in EVENT_PUBLISHERS:
+                env["ENGRAM_EVENT_BUS_NAME"] = self.event_bus.event_bus_name
+                env["ENGRAM_EVENTS_RELAY_RUN_S"] = str(config.events_relay_run_s)
             if name in EXTRACTION_DEAD_LETTERERS:
                 env["ENGRAM_EXTRACTION_DLQ_URL"] = self.extraction.dlq.queue_url
                 # dead-letter on the delivery SQS would be the last before its own redrive
@@ -448,6 +495,21 @@ class ServiceStack(Stack):
                     )
                 ],
             )
+
+        # The events function every minute: each run publishes the outbox and keeps polling
+        # it (events_relay_run_s), so events are on the bus about a second after they commit.
+        # A failed run is not retried: the next minute's run takes over (claims are leased).
+        relay = self.functions["events"]
+        relay.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(2))
+        events.Rule(
+            self,
+            EVENTS_SCHEDULE,
+            description="Engram events: publish the outbox to the bus",
+            schedule=events.Schedule.rate(Duration.minutes(config.events_every_minutes)),
+            targets=[
+                targets.LambdaFunction(relay, retry_attempts=0, max_event_age=Duration.minutes(2))
+            ],
+        )
 
         # --- migration on deploy -----------------------------------------------------------
         migrate = make(
@@ -616,6 +678,10 @@ class ServiceStack(Stack):
             "IngestDlqName": self.ingest.dlq.queue_name,
             "ExtractionDlqName": self.extraction.dlq.queue_name,
             "MaintenanceFailuresQueueName": self.maintenance_failures.queue_name,
+            "EventBusName": self.event_bus.event_bus_name,
+            "EventBusArn": self.event_bus.event_bus_arn,
+            "EventArchiveName": self.event_archive.archive_name,
+            "ReviewNotificationsQueueName": self.review_notifications.queue.queue_name,
         }
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)
@@ -645,6 +711,8 @@ class ServiceStack(Stack):
             self.extraction.queue.grant_send_messages(fn)
         if name in EXTRACTION_DEAD_LETTERERS:
             self.extraction.dlq.grant_send_messages(fn)
+        if name in EVENT_PUBLISHERS:
+            self.event_bus.grant_put_events_to(fn)
         if name in BEDROCK_USERS:
             for model in bedrock_models(self.config):
                 self._grant_bedrock(fn, model)

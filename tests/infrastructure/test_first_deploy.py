@@ -188,7 +188,9 @@ def test_a_stage_value_reserves_maintenance_concurrency(custom: Synthesized) -> 
 def test_maintenance_has_an_event_invoke_config_with_a_failure_queue(prod: Synthesized) -> None:
     maintenance_id, _ = _maintenance(prod)
     configs = prod.resources("AWS::Lambda::EventInvokeConfig", "Service")
-    (config,) = configs.values()
+    (config,) = [
+        c for c in configs.values() if _ref(c["Properties"]["FunctionName"]) == maintenance_id
+    ]
     props = config["Properties"]
     assert _ref(props["FunctionName"]) == maintenance_id
     assert props["Qualifier"] == "$LATEST"
