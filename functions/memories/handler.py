@@ -1,8 +1,8 @@
 """The memories function: every /v1 route but ingest and sessions, and ``GET /v1/health``.
 
-Facts (Redis), memories, tools, review, personas, team settings (PostgreSQL), export and
-erasure (both). A write PostgreSQL cannot accept answers 503; anything the caller may not see
-answers 404.
+Facts (Redis), memories, tools, review, personas, team settings, team insights (PostgreSQL),
+export and erasure (both). A write PostgreSQL cannot accept answers 503; anything the caller
+may not see answers 404.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from engram.api.models import (
 )
 from engram.api.presenters import (
     bulk_review_response,
+    domain_insights,
     erasure_receipt,
     export_response,
     facts_response,
@@ -44,6 +45,7 @@ from engram.api.presenters import (
     review_page,
     team_settings_response,
     tool_call_response,
+    tool_insights,
     tool_rank_response,
     tools_response,
 )
@@ -296,6 +298,17 @@ def get_team_settings() -> Response[str]:
     req = request(app)
     settings = req.container.memory_use_cases.team_settings(req.caller)
     return respond(200, team_settings_response(settings))
+
+
+# --- team insights (team admins) -----------------------------------------------------------
+def get_tool_insights() -> Response[str]:
+    req = request(app)
+    return respond(200, tool_insights(req.container.insights.read(req.caller)))
+
+
+def get_domain_insights() -> Response[str]:
+    req = request(app)
+    return respond(200, domain_insights(req.container.insights.read(req.caller)))
 
 
 # --- the caller's data ---------------------------------------------------------------------

@@ -24,6 +24,17 @@ def _escape(part: str) -> str:
     return "".join(_ESCAPES.get(ch, ch) for ch in part)
 
 
+def parse_identity_id(identity_id: str) -> tuple[str, str] | None:
+    """``(team, user)`` of an identity made by :func:`identity_id_for`; ``None`` for any other
+    string (an escaped part holds no raw ':', so the first ':' separates them)."""
+    team, sep, user = identity_id.partition(":")
+    if not sep or not team or not user or ":" in user:
+        return None
+    for code, ch in (("%3A", ":"), ("%7B", "{"), ("%7D", "}")):
+        team, user = team.replace(code, ch), user.replace(code, ch)
+    return team.replace("%25", "%"), user.replace("%25", "%")
+
+
 def identity_id_for(team_id: str, user_id: str) -> str:
     """The unambiguous behavioural identity of a user: ``<team>:<user>``, each part escaped.
 

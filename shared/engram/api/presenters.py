@@ -12,6 +12,8 @@ from engram.api.errors import error_response
 from engram.api.models import (
     BulkReviewResponse,
     BulkReviewResult,
+    DomainInsightOut,
+    DomainInsightsResponse,
     ErasureCounts,
     ErasureReceipt,
     ErrorDetail,
@@ -35,10 +37,13 @@ from engram.api.models import (
     TeamSettingsResponse,
     ToolCallResponse,
     ToolDefinition,
+    ToolInsightOut,
+    ToolInsightsResponse,
     ToolRankResponse,
     ToolsResponse,
 )
 from engram.behaviour.models import Fact, Observation
+from engram.insights.models import InsightsPage
 from engram.memories.inputs import RetentionRule
 from engram.memories.models import (
     Memory,
@@ -279,4 +284,33 @@ def erasure_receipt(erasure: Erasure) -> ErasureReceipt:
             review_actions=erasure.review_actions,
             suppressions=erasure.suppressions,
         ),
+    )
+
+
+def tool_insights(page: InsightsPage) -> ToolInsightsResponse:
+    return ToolInsightsResponse(
+        aggregated_at=epoch_ms(page.aggregated_at) if page.aggregated_at else None,
+        min_users=page.min_users,
+        tools=[
+            ToolInsightOut(
+                tool=t.tool,
+                users=t.users,
+                users_with_affinity=t.users_with_affinity,
+                users_with_avoidance=t.users_with_avoidance,
+                mean_affinity_confidence=t.mean_affinity_confidence,
+                mean_avoidance_confidence=t.mean_avoidance_confidence,
+            )
+            for t in page.tools
+        ],
+    )
+
+
+def domain_insights(page: InsightsPage) -> DomainInsightsResponse:
+    return DomainInsightsResponse(
+        aggregated_at=epoch_ms(page.aggregated_at) if page.aggregated_at else None,
+        min_users=page.min_users,
+        domains=[
+            DomainInsightOut(domain=d.domain, users=d.users, mean_confidence=d.mean_confidence)
+            for d in page.domains
+        ],
     )

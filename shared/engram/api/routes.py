@@ -26,6 +26,7 @@ from engram.api.models import (
     ApproveRequest,
     BulkReviewRequest,
     BulkReviewResponse,
+    DomainInsightsResponse,
     ErasureReceipt,
     EventsRequest,
     ExportResponse,
@@ -53,6 +54,7 @@ from engram.api.models import (
     ToolCallQuery,
     ToolCallRequest,
     ToolCallResponse,
+    ToolInsightsResponse,
     ToolRankRequest,
     ToolRankResponse,
     ToolsQuery,
@@ -387,6 +389,22 @@ ROUTES: tuple[RouteSpec, ...] = (
         handler="delete_me",
         summary="erase the caller",
         response=ErasureReceipt,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/insights/tools",
+        function="memories",
+        handler="get_tool_insights",
+        summary="the team's tool affinities and avoidances, k-anonymous (team admins)",
+        response=ToolInsightsResponse,
+    ),
+    RouteSpec(
+        method="GET",
+        path="/v1/insights/domains",
+        function="memories",
+        handler="get_domain_insights",
+        summary="the team's preferred domains, k-anonymous (team admins)",
+        response=DomainInsightsResponse,
     ),
 )
 

@@ -44,6 +44,7 @@ part                     built from
                          ``ENGRAM_EVENTS_FILE`` (default ``<ENGRAM_DATA_DIR>/events.jsonl``)
                          and ``ENGRAM_EVENTS_WEBHOOK_URL``
 ``events_relay``         ``OutboxRelay`` of the outbox to the bus (the events function)
+``insights``             ``InsightsService`` on ``PostgresInsights`` (``ENGRAM_INSIGHTS_MIN_USERS``)
 ``cache_rotation``       ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the
                          ElastiCache user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
 =======================  ===============================================================
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from engram.events.ports import EventBus, Outbox
     from engram.events.relay import OutboxRelay
     from engram.extraction.ports import Extractor
+    from engram.insights.service import InsightsService
     from engram.maintenance.ports import (
         ErasureLog,
         MaintenanceLease,
@@ -515,6 +517,18 @@ class Container:
             return MemoryUseCases(self.memories)
 
         return self._part("memory_use_cases", make)
+
+    @property
+    def insights(self) -> InsightsService:
+        def make() -> InsightsService:
+            from engram.adapters.postgres.insights import PostgresInsights
+            from engram.insights.service import InsightsService
+
+            return InsightsService(
+                PostgresInsights(self.database), min_users=self.settings.insights_min_users
+            )
+
+        return self._part("insights", make)
 
     @property
     def cache_rotation(self) -> CacheSecretRotation:

@@ -14,13 +14,16 @@ queue                       ``container.transcript_queue`` (SQS in AWS; the loca
                             a pull receiver over its extraction queue)
 extractor                   ``container.extractor`` (rules, or Bedrock Converse)
 sink                        ``MemoryProposalSink`` over ``MemoryService.propose_outcome``
+facts, insights             the behaviour bridge (keyset pages of the identity index, current
+                            facts) and ``PostgresInsights`` (migration 0010); not on the
+                            frequent schedule
 ==========================  ==================================================================
 
 Schedules (the ``engramSchedule`` field of the EventBridge event): ``"frequent"`` runs prune,
 sweep, erasure and extraction; ``"daily"`` and anything else (the local timer sends none) run
-every task, retention included. A retention pass cut off by the budget resumes from its
-cursor at the next daily run. Building a job is cheap: the stores and clients are the
-container's, built once.
+every task, retention and team insights included. A retention or insights pass cut off by
+the budget resumes from its cursor at the next daily run. Building a job is cheap: the stores
+and clients are the container's, built once.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def maintenance_config(settings: Settings) -> MaintenanceConfig:
         max_receives=settings.extraction_max_receives,
         safety_margin_ms=settings.maintenance_safety_margin_ms,
         max_run_ms=settings.maintenance_max_run_ms,
+        insights_min_users=settings.insights_min_users,
     )
 
 
@@ -85,6 +89,7 @@ def build_maintenance_job(
 ) -> MaintenanceJob:
     """The job for one invocation. ``extractor_override`` / ``queue_override`` / ``config``
     replace the container's; ``monotonic`` is the clock of the time budget (tests)."""
+    from engram.adapters.postgres.insights import PostgresInsights
     from engram.adapters.postgres.retention import PostgresRetentionPolicies
     from engram.maintenance.bridges import BehaviourStoreMaintenance, MemoryStoreMaintenance
     from engram.maintenance.sink import MemoryProposalSink
@@ -93,10 +98,14 @@ def build_maintenance_job(
     service = container.memories
     queue = queue_override if queue_override is not None else container.transcript_queue
     extractor = extractor_override or (container.extractor if queue is not None else None)
+    bridge = BehaviourStoreMaintenance(behaviour.store, behaviour.decay)
+    daily = schedule != FREQUENT
     return MaintenanceJob(
         clock=container.clock,
         state=container.maintenance_state,
-        behaviour=BehaviourStoreMaintenance(behaviour.store, behaviour.decay),
+        behaviour=bridge,
+        facts=bridge if daily else None,
+        insights=PostgresInsights(container.database) if daily else None,
         memories=MemoryStoreMaintenance(service, container.memory_store),
         policies=(
             None

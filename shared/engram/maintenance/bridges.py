@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 from engram.behaviour.consolidation import sweep_expired
 from engram.behaviour.decay import DecayStrategy
 from engram.behaviour.models import Fact, Observation
+from engram.identity import SERVICE_USER_PREFIX, parse_identity_id
+from engram.insights.models import Contribution, contributions
 from engram.memories.models import Memory, MemoryFilter, Scope, Status
 from engram.memories.ports import AccessContext, MemoryStore
 from engram.memories.privacy import system_context
@@ -42,6 +44,12 @@ class IndexedBehaviourStore(Protocol):
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
     ) -> tuple[list[str], int]: ...
+
+
+class KeysetIndex(Protocol):
+    """The identity index paged by keyset cursor (both concrete stores have it)."""
+
+    def list_identities(self, *, cursor: str, limit: int = 100) -> tuple[list[str], str]: ...
 
 
 @runtime_checkable
@@ -80,6 +88,22 @@ class BehaviourStoreMaintenance:
             return False
         self._store.erase(identity_id)
         return True
+
+    # --- FactSource (team insights) -----------------------------------------------------------
+    def identity_page(self, cursor: str, limit: int) -> tuple[list[str], str]:
+        """A keyset page of the identity index (stable while identities come and go)."""
+        keyset: KeysetIndex = self._store  # type: ignore[assignment]
+        return keyset.list_identities(cursor=cursor, limit=limit)
+
+    def contributions(self, identity_id: str, now_ms: int) -> list[Contribution]:
+        """What the identity's user contributes to their team's insights: nothing for an id
+        that is not ``<team>:<user>`` or for a service acting as itself."""
+        parsed = parse_identity_id(identity_id)
+        if parsed is None or parsed[1].startswith(SERVICE_USER_PREFIX):
+            return []
+        facts = self._store.get(identity_id)
+        current = [self._decay.apply(f, now_ms) for f in facts]
+        return contributions(facts, current, self._decay.expiry_threshold)
 
     def purge_leftovers(self, identity_id: str, erased_at_ms: int) -> int:
         observations = self._store.since(identity_id, None)

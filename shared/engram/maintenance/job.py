@@ -9,7 +9,11 @@ Tasks (each optional: a task whose ports were not given is skipped):
 * ``retention`` — explicit-memory retention per team / persona policy;
 * ``erasure`` — re-erase what reappeared for erased users (late SQS deliveries) in both stores,
   until the erasure has settled;
-* ``extraction`` — drain a bounded number of queued transcripts with the extraction policy.
+* ``extraction`` — drain a bounded number of queued transcripts with the extraction policy;
+* ``insights`` — every identity of the behavioural index, page by page: replace the user's
+  contribution to their team's insights with their current facts; at the end of a pass,
+  publish each team's aggregates (k-anonymous) and drop contributions of users no longer
+  indexed (docs/insights.md).
 
 Before every step the job asks the budget; when it is spent the run stops, saves its cursors
 and reports ``cutOff``; the next run starts with the task that was cut off, where it stopped.
@@ -28,11 +32,13 @@ from engram.clock import Clock
 from engram.extraction.drain import ExtractionConfig, ReceivedJob, process_batch
 from engram.extraction.models import Proposal, TranscriptJob
 from engram.extraction.ports import Extractor, ProposalSink, SinkOutcome
-from engram.identity import Caller
+from engram.identity import Caller, parse_identity_id
+from engram.insights.ports import FactSource, InsightsStore
 from engram.maintenance.budget import Budget, MonotonicClock
 from engram.maintenance.models import (
     TASK_ORDER,
     ErasureCursor,
+    InsightsCursor,
     MaintenanceConfig,
     MaintenanceReport,
     MaintenanceState,
@@ -97,8 +103,12 @@ class MaintenanceJob:
         extraction_config_for: Callable[[TranscriptJob], ExtractionConfig] | None = None,
         config: MaintenanceConfig | None = None,
         monotonic: Clock | None = None,
+        facts: FactSource | None = None,
+        insights: InsightsStore | None = None,
     ) -> None:
         self._clock = clock
+        self._facts = facts
+        self._insights_store = insights
         self._monotonic = monotonic or MonotonicClock()
         self._store = state
         self._behaviour = behaviour
@@ -166,6 +176,8 @@ class MaintenanceJob:
             return self._erasures is not None and (
                 self._behaviour is not None or self._memories is not None
             )
+        if name == "insights":
+            return self._facts is not None and self._insights_store is not None
         return self._queue is not None and self._extractor is not None and self._sink is not None
 
     def _run_task(
@@ -179,6 +191,8 @@ class MaintenanceJob:
             self._retention(now, budget, state.retention, rep, state)
         elif name == "erasure":
             self._erasure(now, budget, state.erasure, rep, state)
+        elif name == "insights":
+            self._insights(now, budget, state.insights, rep, state)
         else:
             self._extraction(budget, rep)
 
@@ -391,6 +405,42 @@ class MaintenanceJob:
                     rep.add("erasuresSettled")
             if len(page) < limit:
                 cur.after = None
+                cur.cycle += 1
+                rep.completed_cycle = True
+                return
+            self._save(state)
+
+    # --- f. insights --------------------------------------------------------------------------
+    def _insights(
+        self,
+        now: int,
+        budget: Budget,
+        cur: InsightsCursor,
+        rep: TaskReport,
+        state: MaintenanceState,
+    ) -> None:
+        facts, store = self._facts, self._insights_store
+        assert facts is not None
+        assert store is not None
+        cfg = self.config
+        done = 0
+        while True:
+            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_insight_identities_per_run))
+            self._check(budget, rep)
+            ids, nxt = facts.identity_page(cur.cursor, limit)
+            for ident in ids:
+                self._check(budget, rep)  # a page cut short is read again: replacing is idempotent
+                parsed = parse_identity_id(ident)
+                if parsed is not None:
+                    store.contribute(*parsed, facts.contributions(ident, now), cycle=cur.cycle)
+                rep.add("identities")
+                done += 1
+            cur.cursor = nxt
+            if not nxt:
+                rep.add(
+                    "rowsPublished",
+                    store.publish(cycle=cur.cycle, min_users=cfg.insights_min_users, now_ms=now),
+                )
                 cur.cycle += 1
                 rep.completed_cycle = True
                 return

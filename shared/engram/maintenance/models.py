@@ -20,8 +20,15 @@ FREQUENT = "frequent"
 DAILY = "daily"
 """The daily schedule: every task. So is any other (the local timer sends none)."""
 
-TaskName = Literal["prune", "sweep", "retention", "erasure", "extraction"]
-TASK_ORDER: tuple[TaskName, ...] = ("prune", "sweep", "retention", "erasure", "extraction")
+TaskName = Literal["prune", "sweep", "retention", "erasure", "extraction", "insights"]
+TASK_ORDER: tuple[TaskName, ...] = (
+    "prune",
+    "sweep",
+    "retention",
+    "erasure",
+    "extraction",
+    "insights",
+)
 
 PositiveInt = Annotated[int, Field(ge=1)]
 
@@ -53,6 +60,8 @@ class MaintenanceConfig(_Camel):
     retry_max_delay_s: Annotated[int, Field(ge=0, le=43_200)] = 900
     safety_margin_ms: Annotated[int, Field(ge=0)] = 10_000
     max_run_ms: PositiveInt = 14 * 60 * 1000
+    insights_min_users: PositiveInt = 5
+    max_insight_identities_per_run: PositiveInt = 50_000
 
     @property
     def retention_ms(self) -> int:
@@ -136,6 +145,14 @@ class PolicyCursor(_Camel):
     cycle: int = Field(default=0, ge=0)
 
 
+class InsightsCursor(_Camel):
+    """Position of the insights aggregation in the identity index (a keyset cursor, ``""``
+    at the start) and the number of the aggregation in progress."""
+
+    cursor: str = ""
+    cycle: int = Field(default=0, ge=0)
+
+
 class ErasureCursor(_Camel):
     after: tuple[int, str, str] | None = None
     cycle: int = Field(default=0, ge=0)
@@ -150,6 +167,7 @@ class MaintenanceState(_Camel):
     sweep: OffsetCursor = Field(default_factory=OffsetCursor)
     retention: PolicyCursor = Field(default_factory=PolicyCursor)
     erasure: ErasureCursor = Field(default_factory=ErasureCursor)
+    insights: InsightsCursor = Field(default_factory=InsightsCursor)
     runs: int = Field(default=0, ge=0)
 
     def to_json_dict(self) -> dict[str, Any]:

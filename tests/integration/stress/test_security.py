@@ -49,6 +49,8 @@ ADMIN_ROUTES = {
     "POST /v1/review/bulk",
     "GET /v1/personas",
     "GET /v1/settings/team",
+    "GET /v1/insights/tools",
+    "GET /v1/insights/domains",
 }
 SAMPLE_BODIES: dict[str, Any] = {
     "POST /v1/observations": {

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from engram.adapters.postgres.insights import delete_contribution
 from engram.adapters.postgres.outbox import append_user_erased
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
@@ -47,7 +48,8 @@ class PostgresErasureLog:
 
     def record(self, team_id: str, user_id: str, at_ms: int) -> None:
         """Idempotent: recording the same erasure twice keeps one row (and one
-        ``user.erased`` event, written with the row in its transaction)."""
+        ``user.erased`` event, written with the row in its transaction). The user's
+        contribution to the team's insights goes in the same transaction."""
         at = _ts(at_ms)
         ctx = AccessContext(team_id=team_id, user_id=user_id)
         with self._db.tenant(ctx) as conn, conn.cursor() as cur:
@@ -58,6 +60,7 @@ class PostgresErasureLog:
             )
             if cur.rowcount == 1:
                 append_user_erased(cur, team_id, user_id, at)
+            delete_contribution(cur, team_id, user_id)
 
     def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool:
         with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:
