@@ -64,9 +64,9 @@ def test_an_unreadable_state_document_is_replaced(world: World) -> None:
 def test_redis_down_the_run_fails_soft_and_postgres_tasks_go_on(
     world: World, own_redis: RedisServer
 ) -> None:
-    """Redis dead: the state store and the behavioural tasks fail soft (in the report);
-    retention, the erasure backstop of memories and extraction (erasure log on PostgreSQL)
-    still run."""
+    """Redis dead: the state store and the behavioural tasks (insights too) fail soft (in the
+    report); retention, the erasure backstop of memories and extraction (erasure log on
+    PostgreSQL) still run."""
     world.clock.advance(days=-30)
     world.container.memories.save(
         world.caller("alice"), MemorySaveRequest(key="editor", value="vim")
@@ -101,7 +101,8 @@ def test_redis_down_the_run_fails_soft_and_postgres_tasks_go_on(
     assert tasks["extraction"]["error"] is None
     assert tasks["extraction"]["counts"]["proposalsCreated"] == 1
     assert world.queue.pending() == 0
-    assert sorted(name for name, t in tasks.items() if t["error"]) == ["prune", "sweep"]
+    # the tasks that read the behavioural store: insights aggregates its facts
+    assert sorted(name for name, t in tasks.items() if t["error"]) == ["insights", "prune", "sweep"]
     dead.close()
 
 
