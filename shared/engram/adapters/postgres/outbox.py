@@ -10,6 +10,7 @@ relay's side (``engram.events.ports.Outbox``), through the ``SECURITY DEFINER`` 
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -106,8 +107,15 @@ def append_memory_event(
     _insert(cur, aggregate, event, at)
 
 
+def user_aggregate(team_id: str, user_id: str) -> str:
+    """The aggregate of a user's events: a digest, so the sequence counter that outlives the
+    erasure keeps no user id."""
+    digest = hashlib.sha256(f"{team_id}\x1f{user_id}".encode()).hexdigest()[:32]
+    return f"user:{digest}"
+
+
 def append_user_erased(cur: Cursor[Any], team_id: str, user_id: str, at: datetime) -> None:
-    aggregate = f"user:{user_id}"
+    aggregate = user_aggregate(team_id, user_id)
     event = UserErased(
         **_common(cur, team_id, aggregate, at), type="user.erased", user_id=user_id, erased_at=at
     )

@@ -10,7 +10,7 @@
 
 CREATE TABLE event_sequences (
   team_id      text NOT NULL,
-  aggregate_id text NOT NULL,  -- 'memory:<id>', 'user:<id>' or 'team'
+  aggregate_id text NOT NULL,  -- 'memory:<id>', 'user:<digest of team and user>' or 'team'
   last_seq     bigint NOT NULL,
   PRIMARY KEY (team_id, aggregate_id)
 );
