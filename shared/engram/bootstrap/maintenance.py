@@ -15,7 +15,7 @@ queue                       ``container.transcript_queue`` (SQS in AWS; the loca
 extractor                   ``container.extractor`` (rules, or Bedrock Converse)
 sink                        ``MemoryProposalSink`` over ``MemoryService.propose_outcome``
 facts, insights             the behaviour bridge (keyset pages of the identity index, current
-                            facts) and ``PostgresInsights`` (migration 0011); not on the
+                            facts) and ``PostgresInsights`` (migration 0012); not on the
                             frequent schedule
 ==========================  ==================================================================
 

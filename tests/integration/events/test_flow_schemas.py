@@ -138,3 +138,26 @@ def test_retention_deletes_publish_memory_deleted(world: World) -> None:
         ("memory.deleted", None, 3),
     ]
     assert {d["memoryId"] for d in world.bridge.details()} == {memory.id}
+
+
+def test_a_rejected_row_replaced_by_a_new_value_of_its_key_publishes_its_deletion(
+    world: World,
+) -> None:
+    m = world.container.memories
+    first = m.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
+    assert first is not None
+    m.reject(world.caller("root", admin=True), first.id)
+    again = m.propose("acme", "alice", None, "editor", "helix", 0.8, "conv-2")
+    assert again is not None
+    world.relay().drain()
+    details = world.bridge.details()
+    assert [(d["type"], d["status"]) for d in _of_memory(details, first.id)] == [
+        ("memory.proposed", "pending_review"),
+        ("memory.rejected", "rejected"),
+        ("memory.deleted", None),
+    ]
+    assert [d["type"] for d in _of_memory(details, again.id)] == ["memory.proposed"]
+
+
+def _of_memory(details: list[dict[str, Any]], memory_id: str) -> list[dict[str, Any]]:
+    return [d for d in details if d.get("memoryId") == memory_id]

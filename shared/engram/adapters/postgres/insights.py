@@ -1,6 +1,6 @@
-"""Team insights on PostgreSQL (``engram.insights.ports.InsightsStore``; migration 0011).
+"""Team insights on PostgreSQL (``engram.insights.ports.InsightsStore``; migration 0012).
 
-The maintenance job writes through the ``SECURITY DEFINER`` functions of 0011 from a
+The maintenance job writes through the ``SECURITY DEFINER`` functions of 0012 from a
 transaction that acts in no team (they refuse a tenant session); a team admin's read runs in
 their team under row-level security (``team_insights`` is readable by the team's admins
 only), and the threshold is applied again at read time, so raising

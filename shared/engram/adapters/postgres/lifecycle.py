@@ -23,8 +23,10 @@ from psycopg import Cursor
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
+from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
 from engram.errors import Conflict
+from engram.events.models import SERVICE_ACTOR
 from engram.memories.lifecycle import QuotaSubject, suppression_digest
 from engram.memories.models import ERASED_ACTOR, Memory, NewMemory, ReviewAction, Scope, Status
 
@@ -42,15 +44,17 @@ def drop_rejected(
     *,
     key: str | None = None,
     unless_value: str | None = None,
+    at: datetime,
 ) -> None:
     """Delete the rejected row holding ``memory``'s key (or ``key``), in the caller's
     transaction, before a write gives the key a new row: a key has one row, and a rejected
     value stays refused by the suppression its rejection recorded. ``unless_value``: keep a
-    rejected row of that value (a proposal equal to it is refused, not written)."""
+    rejected row of that value (a proposal equal to it is refused, not written). Each row
+    deleted publishes its ``memory.deleted`` (the service's doing) in the same transaction."""
     cur.execute(
         "DELETE FROM memories m WHERE m.team_id = %s AND m.scope = %s AND m.owner_id = %s"
         " AND COALESCE(m.user_id, '') = %s AND m.key = %s AND m.status = 'rejected'"
-        " AND m.value IS DISTINCT FROM %s",
+        f" AND m.value IS DISTINCT FROM %s RETURNING {COLUMNS}",
         (
             memory.team_id,
             memory.scope.value,
@@ -60,6 +64,16 @@ def drop_rejected(
             unless_value,
         ),
     )
+    for row in cur.fetchall():
+        append_memory_event(
+            cur,
+            "memory.deleted",
+            memory_from_row(row),
+            actor_id=SERVICE_ACTOR,
+            cause="service",
+            at=at,
+            deleted=True,
+        )
 
 
 def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:

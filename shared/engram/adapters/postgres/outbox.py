@@ -1,11 +1,11 @@
-"""The transactional outbox on PostgreSQL (migration 0010).
+"""The transactional outbox on PostgreSQL (migration 0011).
 
 ``append`` is called by the store adapters with the cursor of the change itself, so the event
 row commits or rolls back with the change. It takes the aggregate's next sequence number
 (``event_sequences``; the counter row stays locked until commit, so numbers follow commit
 order), builds the event model (validating it) and inserts it. ``PostgresOutbox`` is the
 relay's side (``engram.events.ports.Outbox``), through the ``SECURITY DEFINER`` functions of
-0010 from a transaction that acts in no team.
+0011 from a transaction that acts in no team.
 """
 
 from __future__ import annotations

@@ -161,7 +161,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
         values = self._values(memory)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             used = lock_quotas(cur, ctx.team_id, subjects)
-            drop_rejected(cur, memory)
+            drop_rejected(cur, memory, at=self._now())
             cur.execute(
                 "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
                 " source_channel_id, source_user_id, confidence, status, embedding, created_at,"
@@ -210,7 +210,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
         try:
             with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
                 used = lock_quotas(cur, ctx.team_id, subjects)
-                drop_rejected(cur, memory, unless_value=memory.value)
+                drop_rejected(cur, memory, unless_value=memory.value, at=values["now"])
                 cur.execute(PROPOSE_SQL, values)
                 row = cur.fetchone()
                 if row is None:
@@ -352,7 +352,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
             if before.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
             if key is not None and key != before.key:
-                drop_rejected(cur, before, key=key)
+                drop_rejected(cur, before, key=key, at=self._now())
             after = change_row(
                 cur,
                 before,
@@ -400,7 +400,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
             if before.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {before.status.value})")
             if key is not None and key != before.key:
-                drop_rejected(cur, before, key=key)
+                drop_rejected(cur, before, key=key, at=self._now())
             after = change_row(
                 cur,
                 before,
