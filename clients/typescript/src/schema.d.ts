@@ -89,6 +89,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/insights/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the team's preferred domains, k-anonymous (team admins) */
+        get: operations["getInsightsDomains"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/insights/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the team's tool affinities and avoidances, k-anonymous (team admins) */
+        get: operations["getInsightsTools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me": {
         parameters: {
             query?: never;
@@ -615,6 +649,33 @@ export interface components {
             memory?: components["schemas"]["MemoryOut"] | null;
             /** Ok */
             ok: boolean;
+        };
+        /** DomainInsightOut */
+        DomainInsightOut: {
+            /** Domain */
+            domain: string;
+            /** Meanconfidence */
+            meanConfidence: number;
+            /**
+             * Users
+             * @description Distinct users who prefer it.
+             */
+            users: number;
+        };
+        /** DomainInsightsResponse */
+        DomainInsightsResponse: {
+            /**
+             * Aggregatedat
+             * @description When the figures were aggregated (ms).
+             */
+            aggregatedAt: number | null;
+            /** Domains */
+            domains: components["schemas"]["DomainInsightOut"][];
+            /**
+             * Minusers
+             * @description A row is shown only with at least this many users.
+             */
+            minUsers: number;
         };
         /** ErasureCounts */
         ErasureCounts: {
@@ -1521,6 +1582,45 @@ export interface components {
             /** Toolname */
             toolName: string;
         };
+        /** ToolInsightOut */
+        ToolInsightOut: {
+            /**
+             * Meanaffinityconfidence
+             * @description Mean current confidence of the affinities; null below minUsers of them.
+             */
+            meanAffinityConfidence: number | null;
+            /**
+             * Meanavoidanceconfidence
+             * @description Mean current confidence of the avoidances; null below minUsers of them.
+             */
+            meanAvoidanceConfidence: number | null;
+            /** Tool */
+            tool: string;
+            /**
+             * Users
+             * @description Distinct users with an affinity for or an avoidance of it.
+             */
+            users: number;
+            /** Userswithaffinity */
+            usersWithAffinity: number;
+            /** Userswithavoidance */
+            usersWithAvoidance: number;
+        };
+        /** ToolInsightsResponse */
+        ToolInsightsResponse: {
+            /**
+             * Aggregatedat
+             * @description When the figures were aggregated (ms).
+             */
+            aggregatedAt: number | null;
+            /**
+             * Minusers
+             * @description A row is shown only with at least this many users.
+             */
+            minUsers: number;
+            /** Tools */
+            tools: components["schemas"]["ToolInsightOut"][];
+        };
         /**
          * ToolRankRequest
          * @description ``POST /v1/tools/rank``: the candidates to order, each tool once.
@@ -2001,6 +2101,190 @@ export interface operations {
             };
             /** @description malformed JSON */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getInsightsDomains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainInsightsResponse"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getInsightsTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolInsightsResponse"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
