@@ -41,6 +41,11 @@ CONFIGS: dict[str, EvalConfig] = {
     "keyword": EvalConfig(
         "keyword", "keyword recall: no embedder (the default)", {"ENGRAM_EMBEDDER": "none"}
     ),
+    "hybrid-local": EvalConfig(
+        "hybrid-local",
+        "hybrid recall: keywords + the local WordLlama embedder (offline)",
+        {"ENGRAM_EMBEDDER": "local"},
+    ),
 }
 DEFAULT_CONFIGS = ("keyword",)
 

@@ -93,15 +93,19 @@ class Settings(BaseSettings):
     database_pool_max: int = Field(default=4, ge=1)
     """Maximum PostgreSQL pool size."""
     embedding_dimensions: int = Field(default=1024, ge=2, le=16_000)
-    """Embedding vector dimensions; fixed when `engram migrate` first runs."""
+    """Dimensions of the Bedrock embedder (256, 512 or 1024); the local embedder has its own
+    (256). Rows record what made their vector, so a change is followed by re-embedding."""
 
     # --- explicit memories ---------------------------------------------------------------
     memory_enabled: bool = True
     """Global switch for explicit memories (off: saves refused, recall empty)."""
     memory_hint_max_chars: int = Field(default=6000, ge=200, le=100_000)
     """Character cap of the memories section of the prompt."""
-    embedder: Literal["none", "bedrock"] = "none"
-    """none (keyword recall) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
+    embedder: Literal["none", "local", "bedrock"] = "none"
+    """none (keyword recall), local (hybrid recall with WordLlama vectors shipped in the
+    package: offline, no torch) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
+    reembed_batch_size: int = Field(default=200, ge=1, le=10_000)
+    """Rows embedded per batch when rows are (re-)embedded for the configured embedder."""
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     """Bedrock embedding model (a model id, or a cross-region inference profile id)."""
     extractor: Literal["rules", "bedrock"] = "rules"

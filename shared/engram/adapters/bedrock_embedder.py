@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from engram.errors import Unavailable
+from engram.memories.models import RecallTuning
 from engram.settings import Settings
 
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
@@ -48,6 +49,15 @@ class BedrockTitanEmbedder:
     @property
     def dimensions(self) -> int:
         return self._dimensions
+
+    @property
+    def model_id(self) -> str:
+        return f"{self._model_id}-{self._dimensions}"
+
+    @property
+    def tuning(self) -> RecallTuning:
+        """Not measured yet (no Bedrock here): the defaults."""
+        return RecallTuning()
 
     @property
     def client(self) -> Any:

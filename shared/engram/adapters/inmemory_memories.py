@@ -35,7 +35,7 @@ from engram.memories.models import (
     TeamSettings,
     audit_is_about,
 )
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, EmbeddingTask
 from engram.memories.privacy import can_see, can_write, memory_visible
 from engram.memories.recall import rank_in_memory
 
@@ -120,7 +120,8 @@ class InMemoryMemoryStore:
         self._lock = threading.RLock()
         self._rows: dict[str, Memory] = {}
         self._by_key: dict[_DedupKey, str] = {}
-        self._embeddings: dict[str, list[float]] = {}
+        #: id -> (embedding model, vector or None when the model gave none)
+        self._embeddings: dict[str, tuple[str | None, list[float] | None]] = {}
         self._personas: dict[tuple[str, str], Persona] = {}
         self._teams: dict[str, TeamSettings] = {}
         self._actions: list[ReviewAction] = []
@@ -172,7 +173,7 @@ class InMemoryMemoryStore:
     def _write(self, memory: NewMemory, existing: Memory | None) -> tuple[Memory, bool]:
         now = self._now()
         fields = {
-            **memory.model_dump(exclude={"embedding"}),
+            **memory.model_dump(exclude={"embedding", "embedding_model"}),
             "source_user_id": memory.source_user_id,
         }
         if existing is not None:
@@ -190,11 +191,15 @@ class InMemoryMemoryStore:
         self._rows[row.id] = row
         if row.status in LIVE_STATUSES:
             self._by_key[_dedup(row)] = row.id
-        if memory.embedding is not None:
-            self._embeddings[row.id] = list(memory.embedding)
-        else:  # like PostgreSQL: a new value without an embedding drops the stale one
-            self._embeddings.pop(row.id, None)
+        # like PostgreSQL: a new value without an embedding drops the stale one
+        self._set_embedding(row.id, memory.embedding_model, memory.embedding)
         return row, existing is None
+
+    def _set_embedding(self, memory_id: str, model: str | None, vector: list[float] | None) -> None:
+        if model is None and vector is None:
+            self._embeddings.pop(memory_id, None)
+        else:
+            self._embeddings[memory_id] = (model, None if vector is None else list(vector))
 
     def propose(
         self,
@@ -311,6 +316,7 @@ class InMemoryMemoryStore:
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
@@ -329,6 +335,7 @@ class InMemoryMemoryStore:
                 confidence=confidence,
                 status=status,
                 embedding=embedding,
+                embedding_model=embedding_model,
             )
             if decided is not None:
                 self._actions.append(audit_row(decided, new.id, row, new))
@@ -346,6 +353,7 @@ class InMemoryMemoryStore:
         key: str | None = None,
         value: str | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
     ) -> Memory | None:
         with self._lock:
             row = self._writable(ctx, memory_id)
@@ -354,7 +362,14 @@ class InMemoryMemoryStore:
             if row.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {row.status.value})")
             self._drop_rejected_of_new_key(row, key)
-            new = self._change(row, key=key, value=value, status=status, embedding=embedding)
+            new = self._change(
+                row,
+                key=key,
+                value=value,
+                status=status,
+                embedding=embedding,
+                embedding_model=embedding_model,
+            )
             self._actions.append(audit_row(decided, new.id, row, new))
             if new.status is Status.REJECTED:
                 self._suppress(new)  # stays refused once a new value replaces the row
@@ -372,7 +387,14 @@ class InMemoryMemoryStore:
             return None
         return row
 
-    def _change(self, row: Memory, *, embedding: list[float] | None, **fields: object) -> Memory:
+    def _change(
+        self,
+        row: Memory,
+        *,
+        embedding: list[float] | None,
+        embedding_model: str | None,
+        **fields: object,
+    ) -> Memory:
         changes = {name: v for name, v in fields.items() if v is not None}
         new = Memory.model_validate(
             {
@@ -390,8 +412,9 @@ class InMemoryMemoryStore:
         if live:
             self._by_key[_dedup(new)] = new.id
         self._rows[new.id] = new
-        if embedding is not None:
-            self._embeddings[new.id] = list(embedding)
+        if fields.get("key") is not None or fields.get("value") is not None:
+            # a new text: its embedding is what the caller gives (none: embedded later)
+            self._set_embedding(new.id, embedding_model, embedding)
         return new
 
     def delete(
@@ -431,14 +454,44 @@ class InMemoryMemoryStore:
 
         with self._lock:
             candidates = [r for r in self._rows.values() if wanted(r) and memory_visible(ctx, r)]
-            embeddings = dict(self._embeddings)
+            embeddings = {
+                mid: vector
+                for mid, (model, vector) in self._embeddings.items()
+                if vector is not None and model is not None and model == request.embedding_model
+            }
         return rank_in_memory(
             candidates,
             request.query,
             request.limit,
             query_embedding=request.embedding,
             embeddings=embeddings if request.embedding is not None else None,
+            tuning=request.tuning,
         )
+
+    # --- EmbeddingBacklog -----------------------------------------------------------------
+    def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
+        with self._lock:
+            rows = sorted(
+                (
+                    r
+                    for r in self._rows.values()
+                    if self._embeddings.get(r.id, (None, None))[0] != model_id
+                ),
+                key=lambda r: r.id,
+            )[:limit]
+            return [EmbeddingTask(r.id, r.team_id, r.key, r.value) for r in rows]
+
+    def set_embeddings(
+        self, model_id: str, done: list[tuple[EmbeddingTask, list[float] | None]]
+    ) -> int:
+        stored = 0
+        with self._lock:
+            for task, vector in done:
+                row = self._rows.get(task.memory_id)
+                if row is not None and (row.key, row.value) == (task.key, task.value):
+                    self._set_embedding(row.id, model_id, vector)
+                    stored += 1
+        return stored
 
     def count_by_owner(self, ctx: AccessContext, scope: Scope, owner_id: str) -> int:
         with self._lock:

@@ -17,6 +17,8 @@ sink                        ``MemoryProposalSink`` over ``MemoryService.propose_
 facts, insights             the behaviour bridge (keyset pages of the identity index, current
                             facts) and ``PostgresInsights`` (migration 0012); not on the
                             frequent schedule
+embeddings, embedder        ``memory_store`` (its backlog of rows not embedded with the
+                            embedder) and ``container.embedder`` (none: the task is skipped)
 ==========================  ==================================================================
 
 Schedules (the ``engramSchedule`` field of the EventBridge event): ``"frequent"`` runs prune,
@@ -57,6 +59,7 @@ def maintenance_config(settings: Settings) -> MaintenanceConfig:
         safety_margin_ms=settings.maintenance_safety_margin_ms,
         max_run_ms=settings.maintenance_max_run_ms,
         insights_min_users=settings.insights_min_users,
+        embedding_batch=settings.reembed_batch_size,
     )
 
 
@@ -119,4 +122,6 @@ def build_maintenance_job(
         extraction_config_for=extraction_config_for(service),
         config=config or maintenance_config(container.settings),
         monotonic=monotonic,
+        embeddings=container.memory_store,
+        embedder=container.embedder,
     )

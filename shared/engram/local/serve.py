@@ -30,6 +30,19 @@ def prepare_database(settings: Settings) -> str:
     return url
 
 
+def recall_mode(settings: Settings) -> str:
+    """The recall line of the start-up banner: which recall runs, and how to get hybrid."""
+    if settings.embedder == "none":
+        return (
+            "recall: keyword only; for hybrid recall (keywords + vectors, offline) start with "
+            "ENGRAM_EMBEDDER=local"
+        )
+    return (
+        f"recall: hybrid (keywords + {settings.embedder} embedder); memories saved before are "
+        "embedded by the maintenance job"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
     parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
@@ -55,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     redis_where = settings.redis_url or "embedded in-process Redis (fakeredis)"
     print(f"engram: listening on {service.url}", flush=True)
     print(f"engram: Redis: {redis_where}; data dir: {settings.data_dir}", flush=True)
+    print(f"engram: {recall_mode(settings)}", flush=True)
     print(
         "engram: get a dev token with `engram token --user alice --team acme` (same "
         "ENGRAM_DATA_DIR) and send it as `Authorization: Bearer <token>`; Ctrl-C drains and "

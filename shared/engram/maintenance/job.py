@@ -14,6 +14,8 @@ Tasks (each optional: a task whose ports were not given is skipped):
   contribution to their team's insights with their current facts; at the end of a pass,
   publish each team's aggregates (k-anonymous) and drop contributions of users no longer
   indexed (docs/insights.md).
+* ``embeddings`` — embed, batch by batch, the memories not embedded with the configured
+  embedder (saved before it was configured, while it was down, or with another embedder).
 
 Before every step the job asks the budget; when it is spent the run stops, saves its cursors
 and reports ``cutOff``; the next run starts with the task that was cut off, where it stopped.
@@ -56,6 +58,8 @@ from engram.maintenance.ports import (
     RetentionPolicySource,
     TranscriptQueue,
 )
+from engram.memories.ports import Embedder, EmbeddingBacklog
+from engram.memories.reembed import reembed
 
 T = TypeVar("T")
 
@@ -105,10 +109,14 @@ class MaintenanceJob:
         monotonic: Clock | None = None,
         facts: FactSource | None = None,
         insights: InsightsStore | None = None,
+        embeddings: EmbeddingBacklog | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self._clock = clock
         self._facts = facts
         self._insights_store = insights
+        self._backlog = embeddings
+        self._embedder = embedder
         self._monotonic = monotonic or MonotonicClock()
         self._store = state
         self._behaviour = behaviour
@@ -178,6 +186,8 @@ class MaintenanceJob:
             )
         if name == "insights":
             return self._facts is not None and self._insights_store is not None
+        if name == "embeddings":
+            return self._backlog is not None and self._embedder is not None
         return self._queue is not None and self._extractor is not None and self._sink is not None
 
     def _run_task(
@@ -193,6 +203,8 @@ class MaintenanceJob:
             self._erasure(now, budget, state.erasure, rep, state)
         elif name == "insights":
             self._insights(now, budget, state.insights, rep, state)
+        elif name == "embeddings":
+            self._embeddings(budget, rep)
         else:
             self._extraction(budget, rep)
 
@@ -498,3 +510,18 @@ class MaintenanceJob:
                 else:
                     rep.add("throttledStops")
                 return
+
+    # --- f. embeddings ------------------------------------------------------------------------
+    def _embeddings(self, budget: Budget, rep: TaskReport) -> None:
+        assert self._backlog is not None
+        assert self._embedder is not None
+        result = reembed(
+            self._backlog,
+            self._embedder,
+            batch_size=self.config.embedding_batch,
+            keep_going=lambda: not budget.exhausted(),
+        )
+        rep.add("memoriesEmbedded", result.embedded)
+        rep.add("memoriesChanged", result.skipped)
+        rep.completed_cycle = result.done
+        rep.cut_off = not result.done and budget.exhausted()

@@ -20,7 +20,9 @@ FREQUENT = "frequent"
 DAILY = "daily"
 """The daily schedule: every task. So is any other (the local timer sends none)."""
 
-TaskName = Literal["prune", "sweep", "retention", "erasure", "extraction", "insights"]
+TaskName = Literal[
+    "prune", "sweep", "retention", "erasure", "extraction", "insights", "embeddings"
+]
 TASK_ORDER: tuple[TaskName, ...] = (
     "prune",
     "sweep",
@@ -28,6 +30,7 @@ TASK_ORDER: tuple[TaskName, ...] = (
     "erasure",
     "extraction",
     "insights",
+    "embeddings",
 )
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -62,6 +65,7 @@ class MaintenanceConfig(_Camel):
     max_run_ms: PositiveInt = 14 * 60 * 1000
     insights_min_users: PositiveInt = 5
     max_insight_identities_per_run: PositiveInt = 50_000
+    embedding_batch: Annotated[int, Field(ge=1, le=10_000)] = 200
 
     @property
     def retention_ms(self) -> int:

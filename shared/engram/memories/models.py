@@ -91,6 +91,8 @@ class NewMemory(CamelModel):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     status: Status = Status.ACTIVE
     embedding: list[float] | None = Field(default=None, exclude=True)
+    #: the embedder ``embedding`` came from (``Embedder.model_id``); None: not embedded yet
+    embedding_model: str | None = Field(default=None, exclude=True)
     source_user_id: str | None = Field(default=None, max_length=ID_MAX, exclude=True)
 
 
@@ -124,6 +126,23 @@ class MemoryPage(CamelModel):
     next_cursor: str | None = None
 
 
+class RecallTuning(CamelModel):
+    """How one embedder's vector list enters a hybrid recall (each embedder has its own: the
+    spread of cosine similarities differs from model to model).
+
+    A memory is in the vector list when its cosine similarity to the query is at least
+    ``min_similarity``; the fused score of a memory is ``keyword_weight / (rrf_k + rank)`` in
+    the keyword list plus ``vector_weight / (rrf_k + rank)`` in the vector list (weighted
+    reciprocal rank fusion; 1-based ranks)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    min_similarity: float = Field(default=0.25, ge=-1.0, le=1.0)
+    rrf_k: int = Field(default=60, ge=1)
+    keyword_weight: float = Field(default=1.0, ge=0.0)
+    vector_weight: float = Field(default=1.0, ge=0.0)
+
+
 class RecallRequest(CamelModel):
     team_id: str
     user_id: str
@@ -131,6 +150,9 @@ class RecallRequest(CamelModel):
     query: str = ""
     limit: int = Field(default=limits.DEFAULT_RECALL_RESULTS, ge=1, le=limits.MAX_RECALL_RESULTS)
     embedding: list[float] | None = None
+    #: vectors are compared only with vectors of the same embedder
+    embedding_model: str | None = None
+    tuning: RecallTuning = Field(default_factory=RecallTuning)
 
 
 class Persona(CamelModel):

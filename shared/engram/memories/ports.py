@@ -13,6 +13,7 @@ from engram.memories.models import (
     NewMemory,
     Persona,
     RecallRequest,
+    RecallTuning,
     ReviewAction,
     Scope,
     Status,
@@ -94,14 +95,16 @@ class MemoryStore(Protocol):
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
         """Change fields of one row; raises ``Conflict`` when the new key is taken or the row
-        is rejected (a rejection is never edited back into play). ``decided``: a person's
-        change, audited in the same transaction; a person's archive is also suppressed.
-        ``if_versions``: raise ``PreconditionFailed``, changing nothing, unless the row's
-        ``version`` is one of them (checked on the locked row)."""
+        is rejected (a rejection is never edited back into play). A new key or value replaces
+        the row's embedding with ``embedding`` and ``embedding_model`` (both None: embedded
+        later). ``decided``: a person's change, audited in the same transaction; a person's
+        archive is also suppressed. ``if_versions``: raise ``PreconditionFailed``, changing
+        nothing, unless the row's ``version`` is one of them (checked on the locked row)."""
         ...
 
     def review(
@@ -114,6 +117,7 @@ class MemoryStore(Protocol):
         key: str | None = None,
         value: str | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
     ) -> Memory | None:
         """Decide a pending proposal (``status`` active or rejected, optionally editing it):
         conditional on ``pending_review`` in the same statement, audited in the same
@@ -174,9 +178,57 @@ class PersonaStore(Protocol):
 
 
 class Embedder(Protocol):
-    """Text to vectors of a fixed dimension (``Settings.embedding_dimensions``)."""
+    """Text to vectors of a fixed dimension."""
 
     @property
     def dimensions(self) -> int: ...
 
+    @property
+    def model_id(self) -> str:
+        """What each row records its vector was made with: another id (a new model, another
+        dimension) means the row is embedded again, and vectors of two ids are never compared."""
+        ...
+
+    @property
+    def tuning(self) -> RecallTuning:
+        """This embedder's similarity threshold and fusion in hybrid recall."""
+        ...
+
     def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embedding_text(key: str, value: str) -> str:
+    """The text a memory's embedding is made from."""
+    return f"{key}: {value}"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingTask:
+    """One row to embed: its id, team, key and value when it was read."""
+
+    memory_id: str
+    team_id: str
+    key: str
+    value: str
+
+    @property
+    def text(self) -> str:
+        return embedding_text(self.key, self.value)
+
+
+class EmbeddingBacklog(Protocol):
+    """Rows whose embedding was not made by the configured embedder, across every team (the
+    maintenance job's; PostgreSQL refuses it to a request acting in a team)."""
+
+    def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
+        """Up to ``limit`` rows of any status not embedded with ``model_id`` (saved without an
+        embedder, while it was down, or with another one)."""
+        ...
+
+    def set_embeddings(
+        self, model_id: str, done: list[tuple[EmbeddingTask, list[float] | None]]
+    ) -> int:
+        """Store each row's embedding (a None vector: the model gives none for this text) if
+        the row still holds ``task.key`` and ``task.value``; a row changed or deleted since is
+        left alone (its save embedded it, or it is listed again). How many were stored."""
+        ...

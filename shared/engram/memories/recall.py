@@ -12,10 +12,12 @@ The documented order of a recall with a query:
    (df + 0.5))``, term frequency saturated by ``BM25_K1``, no length normalisation) times
    coverage, the share of the query's distinct terms the memory contains. Statistics are
    taken over the visible rows before shadowing.
-3. Vector list (only when an embedder is configured): candidates with an embedding whose
-   cosine similarity to the query is at least ``MIN_SIMILARITY``, most similar first.
-4. Reciprocal rank fusion: ``score = sum(1 / (RRF_K + rank))`` over the lists a row appears
-   in (rank is 1-based).
+3. Vector list (only when an embedder is configured): candidates with an embedding of the
+   same embedder (``embedding_model``) whose cosine similarity to the query is at least the
+   embedder's ``min_similarity``, most similar first. Exact: every candidate is compared.
+4. Weighted reciprocal rank fusion: ``score = sum(weight / (rrf_k + rank))`` over the lists
+   a row appears in (rank is 1-based; ``RecallTuning`` of the embedder: ``rrf_k`` and the
+   keyword and vector weights).
 
 Ties of a score (in each list and after fusion) go to the higher confidence, then to the
 smaller key (code-point order), then to the smaller id: never to when a memory was written.
@@ -31,11 +33,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from engram.memories.models import SCOPE_PRIORITY, Memory
+from engram.memories.models import SCOPE_PRIORITY, Memory, RecallTuning
 
-RRF_K = 60
+DEFAULT_TUNING = RecallTuning()
+RRF_K = DEFAULT_TUNING.rrf_k
 BM25_K1 = 1.2
-MIN_SIMILARITY = 0.25
+MIN_SIMILARITY = DEFAULT_TUNING.min_similarity
 CANDIDATES_PER_LIST = 100
 TEXT_SEARCH_CONFIG = "english"
 
@@ -118,13 +121,20 @@ def shadow(candidates: Iterable[Memory]) -> list[Memory]:
     return list(best.values())
 
 
-def rrf_fuse(ranked_lists: Sequence[Sequence[Memory]], limit: int, k: int = RRF_K) -> list[Memory]:
-    """Reciprocal rank fusion of ranked lists (1-based ranks), ties as documented above."""
+def rrf_fuse(
+    ranked_lists: Sequence[Sequence[Memory]],
+    limit: int,
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> list[Memory]:
+    """Weighted reciprocal rank fusion of ranked lists (1-based ranks; every weight 1 unless
+    given), ties as documented above."""
     scores: dict[str, float] = {}
     rows: dict[str, Memory] = {}
-    for ranked in ranked_lists:
+    for i, ranked in enumerate(ranked_lists):
+        weight = 1.0 if weights is None else weights[i]
         for rank, m in enumerate(ranked, start=1):
-            scores[m.id] = scores.get(m.id, 0.0) + 1.0 / (k + rank)
+            scores[m.id] = scores.get(m.id, 0.0) + weight / (k + rank)
             rows[m.id] = m
     ordered = sorted(rows.values(), key=lambda m: (-scores[m.id], *tie_key(m)))
     return ordered[:limit]
@@ -137,7 +147,7 @@ def rank_in_memory(
     *,
     query_embedding: Sequence[float] | None = None,
     embeddings: dict[str, list[float]] | None = None,
-    min_similarity: float = MIN_SIMILARITY,
+    tuning: RecallTuning = DEFAULT_TUNING,
 ) -> list[Memory]:
     """The whole documented recall order over already-visible active candidates."""
     visible = shadow(candidates)
@@ -155,10 +165,12 @@ def rank_in_memory(
         vector = [
             m
             for s, m in sorted(sims, key=lambda sm: (-sm[0], *tie_key(sm[1])))
-            if s >= min_similarity
+            if s >= tuning.min_similarity
         ][:CANDIDATES_PER_LIST]
-        lists.append(vector)
-    return rrf_fuse(lists, limit)
+        return rrf_fuse(
+            [keyword, vector], limit, tuning.rrf_k, (tuning.keyword_weight, tuning.vector_weight)
+        )
+    return rrf_fuse(lists, limit, tuning.rrf_k)
 
 
 class HashingEmbedder:
@@ -174,6 +186,14 @@ class HashingEmbedder:
     @property
     def dimensions(self) -> int:
         return self._dimensions
+
+    @property
+    def model_id(self) -> str:
+        return f"hashing-{self._dimensions}"
+
+    @property
+    def tuning(self) -> RecallTuning:
+        return DEFAULT_TUNING
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         out: list[list[float]] = []

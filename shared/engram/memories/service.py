@@ -62,7 +62,13 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
-from engram.memories.ports import AccessContext, Embedder, MemoryStore, PersonaStore
+from engram.memories.ports import (
+    AccessContext,
+    Embedder,
+    MemoryStore,
+    PersonaStore,
+    embedding_text,
+)
 from engram.memories.privacy import context_for, memory_visible, persona_allows, system_context
 from engram.memories.scopes import parse_scope, save_target
 from engram.memories.tools import (
@@ -157,15 +163,29 @@ class MemoryService:
             return False
         return persona is None or persona.memory_enabled
 
-    def _embed(self, text: str) -> list[float] | None:
+    def _embed(self, text: str) -> dict[str, Any]:
+        """``embedding`` and ``embedding_model`` of a text: both None without an embedder or
+        when it fails (the row is embedded later, the recall is keyword-only), a None vector
+        when the model gives nothing for the text."""
         if self._embedder is None or not text.strip():
-            return None
+            return {"embedding": None, "embedding_model": None}
         try:
             vector = self._embedder.embed([text])[0]
+            model = self._embedder.model_id
         except Exception:  # an embedder outage degrades recall to keywords, never fails it
             log.warning("embedder failed; continuing keyword-only", exc_info=True)
-            return None
-        return vector if any(vector) else None
+            return {"embedding": None, "embedding_model": None}
+        return {"embedding": vector if any(vector) else None, "embedding_model": model}
+
+    def _memory_embedding(self, key: str, value: str) -> dict[str, Any]:
+        return self._embed(embedding_text(key, value))
+
+    def _query_embedding(self, query: str) -> dict[str, Any]:
+        """The query's embedding, its model and the embedder's tuning (none: keyword-only)."""
+        embedded = self._embed(query)
+        if self._embedder is None or embedded["embedding"] is None:
+            return {}
+        return {**embedded, "tuning": self._embedder.tuning}
 
     def _visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
         """The memory as ``caller`` may see it: 404 outside their rows, and for admins a
@@ -218,7 +238,7 @@ class MemoryService:
                 source_channel_id=request.source_channel_id,
                 confidence=conf,
                 status=Status.ACTIVE,
-                embedding=self._embed(f"{key_s}: {value_s}"),
+                **self._memory_embedding(key_s, value_s),
             ),
             quotas=self._quotas,
         )
@@ -253,7 +273,7 @@ class MemoryService:
                     persona_id=persona,
                     query=request.query or "",
                     limit=request.max_results,
-                    embedding=self._embed(request.query or ""),
+                    **self._query_embedding(request.query or ""),
                 ),
             )
             for request in requests
@@ -392,9 +412,9 @@ class MemoryService:
         key_s, value_s = key, value
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins edit persona-scope memories")
-        embedding = None
+        embedding: dict[str, Any] = {}
         if key_s is not None or value_s is not None:
-            embedding = self._embed(f"{key_s or before.key}: {value_s or before.value}")
+            embedding = self._memory_embedding(key_s or before.key, value_s or before.value)
         after = self._store.update(
             ctx,
             before.id,
@@ -402,7 +422,7 @@ class MemoryService:
             value=value_s,
             confidence=confidence,
             status=status,
-            embedding=embedding,
+            **embedding,
             decided=self._decided(ctx, "update"),
             if_versions=if_versions,
         )
@@ -614,6 +634,7 @@ class MemoryService:
         proposed = self._store.get(ctx, memory_id)
         if proposed is None:
             raise NotFound("no pending memory with this id")
+        edited = key_s is not None or value_s is not None
         return self._review(
             ctx,
             memory_id,
@@ -621,7 +642,11 @@ class MemoryService:
             "approve",
             key=key_s,
             value=value_s,
-            embedding=self._embed(f"{key_s or proposed.key}: {value_s or proposed.value}"),
+            **(
+                self._memory_embedding(key_s or proposed.key, value_s or proposed.value)
+                if edited
+                else {}
+            ),
         )
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
@@ -748,7 +773,7 @@ class MemoryService:
                 source_user_id=user,
                 confidence=conf,
                 status=Status.PENDING_REVIEW,
-                embedding=self._embed(f"{key_s}: {value_s}"),
+                **self._memory_embedding(key_s, value_s),
             ),
             quotas=self._quotas,
             not_erased_since_ms=not_erased_since_ms,

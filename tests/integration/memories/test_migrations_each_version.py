@@ -32,10 +32,18 @@ def test_every_migration_applies_once(
         kinds = dict(
             conn.execute(
                 "SELECT c.relname, am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam"
-                " WHERE c.relname = 'memories_embedding_hnsw'"
+                " WHERE c.relname LIKE 'memories_%'"
             ).fetchall()
         )
-    assert kinds == {"memories_embedding_hnsw": "hnsw"}
+        fts = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = 'memories_fts'"
+        ).fetchone()
+    # no approximate vector index (recall is exact within the user); full text without the
+    # pending list that made some saves slow
+    assert "hnsw" not in kinds.values()
+    assert "ivfflat" not in kinds.values()
+    assert kinds["memories_fts"] == "gin"
+    assert fts == (["fastupdate=off"],)
 
 
 def test_the_16_server_has_the_older_pgvector(postgres16: EmbeddedPostgres) -> None:

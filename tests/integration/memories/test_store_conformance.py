@@ -59,8 +59,13 @@ def new(
         confidence=confidence,
         status=status,
         embedding=embedding,
+        embedding_model=None if embedding is None else AXES,
         source_channel_id=channel,
     )
+
+
+AXES = "test-axes"
+"""The model id of the unit vectors these tests embed with."""
 
 
 def axis(i: int) -> list[float]:
@@ -87,6 +92,7 @@ def recall(
             query=query,
             limit=limit,
             embedding=embedding,
+            embedding_model=None if embedding is None else AXES,
         ),
     )
     return [m.value for m in found]

@@ -390,6 +390,7 @@ def test_running_the_job_twice_in_a_row_changes_nothing_the_second_time() -> Non
         "erasure": {"erasuresChecked": 1},  # still settling, nothing left to purge
         "extraction": {},
         "insights": {},  # not configured here (tests/integration/functions: insights routes)
+        "embeddings": {},
     }
 
 

@@ -118,10 +118,12 @@ def change_row(
     confidence: float | None = None,
     status: Status | None = None,
     embedding: list[float] | None = None,
+    embedding_model: str | None = None,
     only_if: Status | None = None,
 ) -> Memory | None:
     """One ``UPDATE`` of a locked row (``only_if``: conditional on its status); ``Conflict``
-    when the new key is taken."""
+    when the new key is taken. A new key or value replaces the embedding with ``embedding``
+    and ``embedding_model`` (None: embedded later by the backlog)."""
     sets = ["updated_at = GREATEST(%s, m.updated_at)"]
     params: list[Any] = [now]
     for column, val in (
@@ -133,9 +135,13 @@ def change_row(
         if val is not None:
             sets.append(f"{column} = %s")
             params.append(val)
-    if embedding is not None:
-        sets.append("embedding = %s::vector")
-        params.append(vector_literal(embedding))
+    if key is not None or value is not None:
+        sets.append("embedding = %s::vector, embedding_model = %s, embedding_dims = %s")
+        params += [
+            vector_literal(embedding),
+            embedding_model,
+            None if embedding is None else len(embedding),
+        ]
     guard = ""
     params += [uuid.UUID(before.id), before.team_id]
     if only_if is not None:
@@ -193,9 +199,11 @@ def insert_suppression(cur: Cursor[Any], memory: Memory, at: datetime) -> None:
 #: (retention) becomes the new proposal.
 PROPOSE_SQL = (
     "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-    " source_channel_id, source_user_id, confidence, status, embedding, created_at, updated_at)"
+    " source_channel_id, source_user_id, confidence, status, embedding, embedding_model,"
+    " embedding_dims, created_at, updated_at)"
     " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
     " %(source)s, %(confidence)s, 'pending_review', %(embedding)s::vector,"
+    " %(embedding_model)s, %(embedding_dims)s::integer,"
     " %(now)s::timestamptz, %(now)s::timestamptz"
     " WHERE (%(since)s::timestamptz IS NULL OR NOT EXISTS (SELECT 1 FROM erasures e"
     " WHERE e.team_id = %(team)s AND e.user_id = %(source)s AND e.erased_at >= %(since)s))"
@@ -209,7 +217,9 @@ PROPOSE_SQL = (
     f" {ON_KEY} DO UPDATE"
     " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
     " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
-    " embedding = EXCLUDED.embedding, updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,"
+    " embedding_dims = EXCLUDED.embedding_dims,"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
     " WHERE m.status IN ('pending_review', 'archived')"
     f" RETURNING {COLUMNS}, (xmax = 0) AS created"
 )

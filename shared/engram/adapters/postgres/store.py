@@ -47,14 +47,11 @@ from engram.memories.models import (
     Scope,
     Status,
 )
-from engram.memories.ports import AccessContext
-from engram.memories.recall import (
-    BM25_K1,
-    CANDIDATES_PER_LIST,
-    MIN_SIMILARITY,
-    RRF_K,
-    TEXT_SEARCH_CONFIG,
-)
+from engram.memories.ports import AccessContext, EmbeddingTask
+from engram.memories.recall import BM25_K1, CANDIDATES_PER_LIST, TEXT_SEARCH_CONFIG
+
+#: The maintenance job's cross-team calls act in no team (the functions refuse a tenant).
+_NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
 
 
 def recall_sql(
@@ -69,9 +66,12 @@ def recall_sql(
         "query": request.query,
         "cfg": TEXT_SEARCH_CONFIG,
         "emb": _vector(request.embedding),
-        "maxdist": 1.0 - MIN_SIMILARITY,
+        "model": request.embedding_model,
+        "maxdist": 1.0 - request.tuning.min_similarity,
         "cands": CANDIDATES_PER_LIST,
-        "k": RRF_K,
+        "k": request.tuning.rrf_k,
+        "wk": request.tuning.keyword_weight,
+        "wv": request.tuning.vector_weight,
         "k1": BM25_K1,
     }
     scopes = "(m.scope = 'user' AND m.owner_id = %(user)s)"
@@ -117,16 +117,18 @@ def recall_sql(
             f"{ORDER_TIES}) AS r FROM {ranked}"
             f" JOIN memories m ON m.id = c.id WHERE {visible} ORDER BY r LIMIT %(cands)s)"
         )
-        lists.append("SELECT id, r FROM kw")
+        lists.append("SELECT id, r, %(wk)s::float8 AS w FROM kw")
     if vector:
+        # exact: every visible row of the query's embedder is compared (no ANN index)
         ctes.append(
             "vec AS (SELECT m.id, row_number() OVER (ORDER BY m.embedding <=> %(emb)s::vector, "
             f"{ORDER_TIES}) AS r FROM memories m WHERE {visible} AND m.embedding IS NOT NULL "
+            "AND m.embedding_model = %(model)s "
             "AND (m.embedding <=> %(emb)s::vector) <= %(maxdist)s ORDER BY r LIMIT %(cands)s)"
         )
-        lists.append("SELECT id, r FROM vec")
+        lists.append("SELECT id, r, %(wv)s::float8 AS w FROM vec")
     ctes.append(
-        "fused AS (SELECT id, sum(1.0 / (%(k)s + r)) AS score FROM ("
+        "fused AS (SELECT id, sum(w / (%(k)s + r)) AS score FROM ("
         + " UNION ALL ".join(lists)
         + ") u GROUP BY id)"
     )
@@ -164,14 +166,17 @@ class PostgresMemoryStore(PostgresPersonaStore):
             drop_rejected(cur, memory, at=self._now())
             cur.execute(
                 "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-                " source_channel_id, source_user_id, confidence, status, embedding, created_at,"
-                " updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s,"
-                " %(value)s, %(channel)s, %(source)s, %(confidence)s, %(status)s,"
-                " %(embedding)s::vector, %(now)s, %(now)s)"
+                " source_channel_id, source_user_id, confidence, status, embedding,"
+                " embedding_model, embedding_dims, created_at, updated_at) VALUES (%(id)s,"
+                " %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+                " %(source)s, %(confidence)s, %(status)s, %(embedding)s::vector,"
+                " %(embedding_model)s, %(embedding_dims)s, %(now)s, %(now)s)"
                 f" {ON_KEY} DO UPDATE"
                 " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
                 " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
                 " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
+                " embedding_model = EXCLUDED.embedding_model,"
+                " embedding_dims = EXCLUDED.embedding_dims,"
                 " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
                 f" RETURNING {COLUMNS}, (xmax = 0) AS created",
                 values,
@@ -243,6 +248,8 @@ class PostgresMemoryStore(PostgresPersonaStore):
             "confidence": memory.confidence,
             "status": memory.status.value,
             "embedding": _vector(memory.embedding),
+            "embedding_model": memory.embedding_model,
+            "embedding_dims": len(memory.embedding) if memory.embedding is not None else None,
             "now": self._now(),
         }
 
@@ -338,6 +345,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
         confidence: float | None = None,
         status: Status | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
@@ -362,6 +370,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 confidence=confidence,
                 status=status,
                 embedding=embedding,
+                embedding_model=embedding_model,
             )
             if after is None:
                 return None
@@ -389,6 +398,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
         key: str | None = None,
         value: str | None = None,
         embedding: list[float] | None = None,
+        embedding_model: str | None = None,
     ) -> Memory | None:
         mid = _uuid(memory_id)
         if mid is None:
@@ -409,6 +419,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 value=value,
                 status=status,
                 embedding=embedding,
+                embedding_model=embedding_model,
                 only_if=Status.PENDING_REVIEW,
             )
             if after is None:
@@ -549,3 +560,26 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 )
                 for r in cur.fetchall()
             ]
+
+    # --- EmbeddingBacklog (migration 0010; from a transaction acting in no team) ------------
+    def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
+        with self._db.tenant(_NO_TEAM) as conn:
+            rows = conn.execute(
+                "SELECT id, team_id, key, value FROM engram_embedding_backlog(%s, %s)",
+                (model_id, limit),
+            ).fetchall()
+        return [EmbeddingTask(str(i), t, k, v) for i, t, k, v in rows]
+
+    def set_embeddings(
+        self, model_id: str, done: list[tuple[EmbeddingTask, list[float] | None]]
+    ) -> int:
+        """In one transaction."""
+        stored = 0
+        with self._db.tenant(_NO_TEAM) as conn:
+            for task, vector in done:
+                row = conn.execute(
+                    "SELECT engram_set_embedding(%s, %s, %s, %s, %s::vector)",
+                    (_uuid(task.memory_id), task.key, task.value, model_id, _vector(vector)),
+                ).fetchone()
+                stored += bool(row and row[0])
+        return stored

@@ -1,0 +1,107 @@
+"""An offline embedder: WordLlama's static token vectors, shipped inside the ``wordllama`` wheel.
+
+WordLlama (MIT) is a table of 32,000 token vectors (256 dimensions, float16, 16 MB) distilled
+from a large language model's token embeddings, with the Llama 2 tokenizer. A text's vector is
+the mean of its tokens' vectors, L2-normalised: no neural network runs, so it needs neither
+torch nor onnxruntime, and one text costs tens of microseconds on one core.
+
+Both files are read from the installed package folder. ``wordllama.WordLlama.load()`` is not
+used: it looks for the tokenizer in a folder that does not exist in the wheel and then tries to
+download one, and importing the ``wordllama`` package configures the root logger. Nothing here
+touches the network, and nothing is read before the first ``embed`` call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from engram.memories.models import RecallTuning
+
+#: Measured with the quality harness (docs/memories.md): the similarity threshold and fusion
+#: weights of WordLlama's vectors in hybrid recall.
+WORDLLAMA_TUNING = RecallTuning(
+    min_similarity=0.25, rrf_k=60, keyword_weight=1.0, vector_weight=1.0
+)
+
+WORDLLAMA_CONFIG = "l2_supercat"
+WORDLLAMA_DIMENSIONS = 256
+_WEIGHTS = f"weights/{WORDLLAMA_CONFIG}_{WORDLLAMA_DIMENSIONS}.safetensors"
+_TOKENIZER = f"tokenizers/{WORDLLAMA_CONFIG}_tokenizer_config.json"
+_TENSOR = "embedding.weight"
+MAX_TOKENS = 512
+"""Tokens of one text that count (a memory is at most 2,000 characters, about 500 tokens)."""
+
+
+def package_folder() -> Path:
+    """The installed ``wordllama`` folder, found without importing the package."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("ENGRAM_EMBEDDER=local needs the wordllama package (uv sync)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class WordLlamaEmbedder:
+    """``Embedder`` over WordLlama's bundled ``l2_supercat`` 256-dimension vectors."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self._folder = folder
+        self._lock = threading.Lock()
+        self._model: tuple[Any, Any] | None = None
+        self._model_id: str | None = None
+
+    @property
+    def dimensions(self) -> int:
+        return WORDLLAMA_DIMENSIONS
+
+    @property
+    def tuning(self) -> RecallTuning:
+        return WORDLLAMA_TUNING
+
+    @property
+    def model_id(self) -> str:
+        """``wordllama-l2_supercat-256-`` and the first 12 hex digits of the weights' SHA-256:
+        a package upgrade that changes the vectors changes the id, and rows get re-embedded."""
+        if self._model_id is None:
+            self._load()
+        assert self._model_id is not None
+        return self._model_id
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    import numpy as np
+                    from safetensors.numpy import load_file
+                    from tokenizers import Tokenizer
+
+                    folder = self._folder or package_folder()
+                    weights = folder / _WEIGHTS
+                    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+                    table = np.ascontiguousarray(load_file(str(weights))[_TENSOR], np.float32)
+                    tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
+                    tokenizer.no_padding()
+                    tokenizer.enable_truncation(MAX_TOKENS)
+                    self._model_id = f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}-{digest}"
+                    self._model = (table, tokenizer)
+        return self._model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Mean of the texts' token vectors, L2-normalised; a text without tokens gives the
+        zero vector (the service stores no embedding for it)."""
+        import numpy as np
+
+        table, tokenizer = self._load()
+        out: list[list[float]] = []
+        for encoding in tokenizer.encode_batch(texts, add_special_tokens=False):
+            ids = np.asarray(encoding.ids, dtype=np.int64)
+            if ids.size == 0:
+                out.append([0.0] * WORDLLAMA_DIMENSIONS)
+                continue
+            vector = table[np.clip(ids, 0, table.shape[0] - 1)].mean(axis=0)
+            norm = float(np.linalg.norm(vector))
+            out.append((vector / norm).tolist() if norm > 0 else [0.0] * WORDLLAMA_DIMENSIONS)
+        return out

@@ -1,0 +1,176 @@
+"""The local embedder end to end, and embeddings that follow the configured embedder.
+
+Every test runs on the in-memory adapter and on PostgreSQL (``backend``), with the real
+WordLlama model the ``wordllama`` package ships (read from site-packages, no network).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.adapters.local_embedder import WORDLLAMA_DIMENSIONS, WordLlamaEmbedder
+from engram.identity import Caller
+from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
+from engram.memories.ports import Embedder, EmbeddingBacklog
+from engram.memories.recall import HashingEmbedder
+from engram.memories.reembed import reembed
+from engram.memories.service import MemoryService
+from engram.settings import Settings
+
+from .conftest import Backend
+
+ALICE = Caller(user_id="alice", team_id="t1")
+BOB = Caller(user_id="bob", team_id="t2")
+
+#: shares no word with the query below
+PARAPHRASE = ("pet", "a golden retriever puppy named Biscuit")
+QUERY = "what kind of dog do I own"
+DISTRACTORS = [
+    ("favourite_colour", "teal"),
+    ("home_city", "Lisbon"),
+    ("job", "accountant at a bank"),
+    ("allergy", "peanuts"),
+    ("car", "a red hatchback"),
+    ("sport", "plays tennis on Sundays"),
+    ("language", "speaks Portuguese"),
+    ("music", "listens to jazz"),
+    ("birthday", "3 March"),
+    ("timezone", "Europe/Lisbon"),
+    ("coffee", "flat white, no sugar"),
+    ("editor", "uses vim"),
+    ("phone", "android"),
+    ("breakfast", "oatmeal with berries"),
+    ("holiday", "went to Japan last year"),
+    ("book", "reading Dune"),
+    ("team", "works on payments"),
+    ("commute", "takes the train"),
+    ("shoe_size", "42"),
+    ("partner", "married to Ana"),
+    ("gym", "lifts weights three times a week"),
+    ("tea", "green tea in the afternoon"),
+]
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+def service(backend: Backend, embedder: Embedder | None) -> MemoryService:
+    return MemoryService(
+        backend.store,
+        backend.store,
+        embedder=embedder,
+        settings=Settings(max_memories_per_user=1000),
+        clock=backend.clock,
+    )
+
+
+def save_all(svc: MemoryService, caller: Caller = ALICE) -> None:
+    for key, value in [*DISTRACTORS, PARAPHRASE]:
+        svc.save(caller, MemorySaveRequest(key=key, value=value))
+
+
+def recalled(svc: MemoryService, caller: Caller = ALICE, limit: int = 5) -> list[str]:
+    found = svc.recall(caller, MemoryRecallQuery(query=QUERY, max_results=limit))
+    return [m.value for m in found]
+
+
+def backlog(backend: Backend) -> EmbeddingBacklog:
+    return backend.store
+
+
+def test_the_local_embedder_is_offline_normalised_and_names_its_model(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    a, empty = wordllama.embed(["a dog", ""])
+    assert len(a) == WORDLLAMA_DIMENSIONS == wordllama.dimensions
+    assert abs(sum(x * x for x in a) - 1.0) < 1e-5
+    assert not any(empty)
+    assert wordllama.model_id.startswith("wordllama-l2_supercat-256-")
+    assert WordLlamaEmbedder().model_id == wordllama.model_id
+
+
+def test_a_paraphrase_sharing_no_word_ranks_first_with_the_embedder_and_is_absent_without(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    assert not set(QUERY.lower().split()) & set(" ".join(PARAPHRASE).lower().split())
+    save_all(service(backend, wordllama))
+    assert recalled(service(backend, wordllama))[0] == PARAPHRASE[1]
+    # keyword-only, as without an embedder: nothing shares a word with the query
+    assert PARAPHRASE[1] not in recalled(service(backend, None), limit=50)
+
+
+def test_keyword_recall_is_unchanged_without_an_embedder(backend: Backend) -> None:
+    svc = service(backend, None)
+    save_all(svc)
+    found = svc.recall(ALICE, MemoryRecallQuery(query="Lisbon timezone", max_results=5))
+    assert [m.value for m in found] == ["Europe/Lisbon", "Lisbon"]
+
+
+def test_rows_saved_before_the_embedder_was_configured_are_backfilled(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    save_all(service(backend, None))
+    save_all(service(backend, None), BOB)
+    assert PARAPHRASE[1] not in recalled(service(backend, wordllama), limit=50)
+
+    first = reembed(backlog(backend), wordllama, batch_size=10, max_batches=2)
+    assert (first.embedded, first.batches, first.done) == (20, 2, False)  # bounded batches
+    rest = reembed(backlog(backend), wordllama, batch_size=10)  # resumes where it stopped
+    assert rest.embedded == 2 * (len(DISTRACTORS) + 1) - 20
+    assert rest.done
+
+    assert recalled(service(backend, wordllama))[0] == PARAPHRASE[1]
+    assert recalled(service(backend, wordllama), BOB)[0] == PARAPHRASE[1]
+    again = reembed(backlog(backend), wordllama, batch_size=10)
+    assert (again.embedded, again.batches, again.done) == (0, 0, True)  # nothing twice
+
+
+def test_a_change_of_embedder_re_embeds_every_row_and_never_mixes_models(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    before = HashingEmbedder(32)
+    save_all(service(backend, before))
+    # the new embedder's vectors are not there yet: keyword-only, never a mixed comparison
+    assert PARAPHRASE[1] not in recalled(service(backend, wordllama), limit=50)
+
+    result = reembed(backlog(backend), wordllama, batch_size=7)
+    assert result.embedded == len(DISTRACTORS) + 1
+    assert result.done
+    assert recalled(service(backend, wordllama))[0] == PARAPHRASE[1]
+    assert backlog(backend).unembedded(wordllama.model_id, 100) == []
+    # and back: every row is listed for the old model again
+    assert len(backlog(backend).unembedded(before.model_id, 100)) == len(DISTRACTORS) + 1
+
+
+def test_a_row_changed_after_it_was_read_keeps_the_embedding_of_its_save(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    save_all(service(backend, None))
+    tasks = backlog(backend).unembedded(wordllama.model_id, 100)
+    pet = next(t for t in tasks if t.key == PARAPHRASE[0])
+    # the user edits the row between the job's read and its write
+    service(backend, wordllama).save(ALICE, MemorySaveRequest(key="pet", value="a tabby cat"))
+    stale = wordllama.embed([pet.text])[0]
+    assert backlog(backend).set_embeddings(wordllama.model_id, [(pet, stale)]) == 0
+    listed = {t.key for t in backlog(backend).unembedded(wordllama.model_id, 100)}
+    assert "pet" not in listed  # embedded by its save, not by the stale read
+    assert len(listed) == len(DISTRACTORS)
+
+
+def test_an_embedder_outage_on_save_leaves_the_row_to_the_backlog(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    class Down:
+        dimensions = WORDLLAMA_DIMENSIONS
+        model_id = wordllama.model_id
+        tuning = wordllama.tuning
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            raise TimeoutError("embedder down")
+
+    service(backend, Down()).save(ALICE, MemorySaveRequest(key=PARAPHRASE[0], value=PARAPHRASE[1]))
+    assert [t.key for t in backlog(backend).unembedded(wordllama.model_id, 10)] == ["pet"]
+    assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
+    assert recalled(service(backend, wordllama)) == [PARAPHRASE[1]]
