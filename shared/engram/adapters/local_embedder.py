@@ -74,14 +74,14 @@ class WordLlamaEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    import numpy as np
                     from safetensors.numpy import load_file
                     from tokenizers import Tokenizer
 
                     folder = self._folder or package_folder()
                     weights = folder / _WEIGHTS
                     digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-                    table = np.ascontiguousarray(load_file(str(weights))[_TENSOR], np.float32)
+                    # kept as shipped (float16): a text converts only its own tokens' rows
+                    table = load_file(str(weights))[_TENSOR]
                     tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
                     tokenizer.no_padding()
                     tokenizer.enable_truncation(MAX_TOKENS)
@@ -101,7 +101,8 @@ class WordLlamaEmbedder:
             if ids.size == 0:
                 out.append([0.0] * WORDLLAMA_DIMENSIONS)
                 continue
-            vector = table[np.clip(ids, 0, table.shape[0] - 1)].mean(axis=0)
+            rows = table[np.clip(ids, 0, table.shape[0] - 1)].astype(np.float32)
+            vector = rows.mean(axis=0)
             norm = float(np.linalg.norm(vector))
             out.append((vector / norm).tolist() if norm > 0 else [0.0] * WORDLLAMA_DIMENSIONS)
         return out

@@ -50,6 +50,10 @@ from engram.memories.models import (
 from engram.memories.ports import AccessContext, EmbeddingTask
 from engram.memories.recall import BM25_K1, CANDIDATES_PER_LIST, TEXT_SEARCH_CONFIG
 
+#: The largest dimension ``memories_vectors`` (migration 0010) holds: one B-tree entry takes at
+#: most about 2,700 bytes, and a vector takes 4 bytes a dimension.
+INDEXED_VECTOR_DIMS = 512
+
 #: The maintenance job's cross-team calls act in no team (the functions refuse a tenant).
 _NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
 
@@ -119,11 +123,19 @@ def recall_sql(
         )
         lists.append("SELECT id, r, %(wk)s::float8 AS w FROM kw")
     if vector:
-        # exact: every visible row of the query's embedder is compared (no ANN index)
+        # exact: every visible row of the query's embedder is compared (no ANN index); rows
+        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0010),
+        # whose predicate the planner proves only from this very constant
+        indexed = (
+            f"AND m.embedding_dims <= {INDEXED_VECTOR_DIMS} "
+            if len(request.embedding or ()) <= INDEXED_VECTOR_DIMS
+            else ""
+        )
         ctes.append(
             "vec AS (SELECT m.id, row_number() OVER (ORDER BY m.embedding <=> %(emb)s::vector, "
             f"{ORDER_TIES}) AS r FROM memories m WHERE {visible} AND m.embedding IS NOT NULL "
             "AND m.embedding_model = %(model)s "
+            f"{indexed}"
             "AND (m.embedding <=> %(emb)s::vector) <= %(maxdist)s ORDER BY r LIMIT %(cands)s)"
         )
         lists.append("SELECT id, r, %(wv)s::float8 AS w FROM vec")

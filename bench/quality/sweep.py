@@ -1,0 +1,181 @@
+"""Choose an embedder's hybrid tuning by measurement: a sweep of threshold, RRF k and weights.
+
+``python -m bench.quality.sweep [--data PATH]`` stores LoCoMo's turns with the local embedder's
+vectors in an embedded PostgreSQL through ``PostgresMemoryStore`` (as the service does), takes
+each question's keyword list from the store's own recall (keyword-only, the first 100) and its
+vector list by exact cosine over the conversation's vectors (what the recall statement
+computes), and fuses them by the documented weighted RRF for every point of the grid. Scores
+are those of the harness (``metrics.py``: R@5/10/20, MRR over the first 20). The chosen point
+is then confirmed through the HTTP API by ``make eval``; this sweep only narrows the choice.
+Results: ``bench/results/quality_sweep.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench.quality.locomo import load
+from bench.quality.metrics import DEPTH, Outcome, first_rank, summarise
+from bench.quality.runner import embedded_postgres
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "quality_sweep.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev"
+LIST = 100
+THRESHOLDS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6)
+RRF_KS = (10, 30, 60)
+VECTOR_WEIGHTS = (0.25, 0.5, 0.75, 1.0, 1.5)
+
+
+def fuse(keyword: Sequence[str], vector: Sequence[str], k: int, wk: float, wv: float) -> list[str]:
+    """Weighted RRF of two ranked key lists; ties by key (every confidence is 1 here)."""
+    scores: dict[str, float] = {}
+    for weight, ranked in ((wk, keyword), (wv, vector)):
+        for rank, key in enumerate(ranked, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    return sorted(scores, key=lambda key: (-scores[key], key))[:DEPTH]
+
+
+SCORE_ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def score_fuse(
+    bm25: dict[str, float], vector: Sequence[tuple[str, float]], alpha: float
+) -> list[str]:
+    """Weighted score fusion: ``alpha * bm25 / max bm25 + (1 - alpha) * cosine`` over the
+    keyword hits and the vector list (a missing side counts 0)."""
+    top = max(bm25.values(), default=0.0) or 1.0
+    cos = dict(vector)
+    keys = set(bm25) | set(cos)
+    fused = {
+        k: alpha * bm25.get(k, 0.0) / top + (1 - alpha) * max(cos.get(k, 0.0), 0.0) for k in keys
+    }
+    return sorted(fused, key=lambda k: (-fused[k], k))[:DEPTH]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engram.adapters.local_embedder import WordLlamaEmbedder
+    from engram.adapters.postgres.migrate import apply_migrations
+    from engram.adapters.postgres.pool import Database
+    from engram.adapters.postgres.store import PostgresMemoryStore
+    from engram.memories.models import NewMemory, RecallRequest, Scope
+    from engram.memories.ports import AccessContext, Embedder, embedding_text
+
+    parser = argparse.ArgumentParser(prog="python -m bench.quality.sweep")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="module:attribute of another Embedder factory to measure (default: the local one)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    conversations = load(args.data)
+    embedder: Embedder = WordLlamaEmbedder()
+    if args.embedder:
+        module, _, attr = args.embedder.partition(":")
+        embedder = getattr(importlib.import_module(module), attr)()
+    started = time.perf_counter()
+    team = "engram-sweep"
+    with embedded_postgres() as fresh:
+        url = fresh(f"sweep_{uuid.uuid4().hex[:8]}")
+        apply_migrations(url, embedding_dimensions=embedder.dimensions)
+        db = Database(url, max_size=2, connect_timeout_s=5, statement_timeout_ms=60_000)
+        store = PostgresMemoryStore(db)
+        lists: list[tuple[list[str], list[tuple[str, float]], frozenset[str], int]] = []
+        scores: list[dict[str, float]] = []
+        try:
+            for conv in conversations:
+                user = f"locomo-{conv.sample_id}"
+                ctx = AccessContext(team_id=team, user_id=user)
+                texts = [embedding_text(m.key, m.value) for m in conv.memories]
+                batches = [embedder.embed(texts[i : i + 64]) for i in range(0, len(texts), 64)]
+                vectors = np.asarray([v for b in batches for v in b], dtype=np.float32)
+                for m, v in zip(conv.memories, vectors, strict=True):
+                    store.upsert(
+                        ctx,
+                        NewMemory(
+                            scope=Scope.USER,
+                            owner_id=user,
+                            team_id=team,
+                            key=m.key,
+                            value=m.value,
+                            embedding=v.tolist(),
+                            embedding_model=embedder.model_id,
+                        ),
+                    )
+                keys = [m.key for m in conv.memories]
+                for q in conv.questions:
+                    found = store.recall(
+                        ctx,
+                        RecallRequest(team_id=team, user_id=user, query=q.text, limit=LIST),
+                    )
+                    with db.tenant(ctx) as conn:
+                        bm25 = dict(
+                            conn.execute(
+                                "SELECT m.key, c.score FROM engram_fts_rank(%s,"
+                                " 'english'::regconfig, NULL, 1.2) c"
+                                " JOIN memories m ON m.id = c.id",
+                                (q.text,),
+                            ).fetchall()
+                        )
+                    scores.append(bm25)
+                    qv = np.asarray(embedder.embed([q.text])[0], dtype=np.float32)
+                    sims = vectors @ qv
+                    order = sorted(range(len(keys)), key=lambda i: (-sims[i], keys[i]))[:LIST]
+                    vector = [(keys[i], float(sims[i])) for i in order]
+                    lists.append(([m.key for m in found], vector, q.evidence, q.category))
+        finally:
+            db.close()
+
+    def score(ranked_of: list[list[str]]) -> dict[str, object]:
+        outcomes = [
+            Outcome(category=cat, rank=first_rank(ranked, ev))
+            for ranked, (_, _, ev, cat) in zip(ranked_of, lists, strict=True)
+        ]
+        return summarise(outcomes)["overall"]  # type: ignore[return-value]
+
+    rows: list[dict[str, object]] = [
+        {"fusion": "keyword only", **score([kw[:DEPTH] for kw, _, _, _ in lists])},
+        {"fusion": "vector only", **score([[k for k, _ in vec][:DEPTH] for _, vec, _, _ in lists])},
+    ]
+    for threshold, k, wv in itertools.product(THRESHOLDS, RRF_KS, VECTOR_WEIGHTS):
+        fused = [
+            fuse(kw, [key for key, s in vec if s >= threshold], k, 1.0, wv)
+            for kw, vec, _, _ in lists
+        ]
+        rows.append(
+            {"fusion": "rrf", "minSimilarity": threshold, "rrfK": k, "vectorWeight": wv}
+            | score(fused)
+        )
+    for alpha in SCORE_ALPHAS:
+        fused = [
+            score_fuse(bm25, vec, alpha) for bm25, (_, vec, _, _) in zip(scores, lists, strict=True)
+        ]
+        rows.append({"fusion": "score", "keywordShare": alpha} | score(fused))
+    best = max(rows[2:], key=lambda r: (r["R@10"], r["MRR"]))  # type: ignore[arg-type]
+    out = {
+        "benchmark": "quality_sweep",
+        "embedder": embedder.model_id,
+        "questions": len(lists),
+        "seconds": round(time.perf_counter() - started, 1),
+        "best": best,
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    for row in rows[:2]:
+        print(row)
+    print("best:", best)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
