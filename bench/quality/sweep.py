@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         help="module:attribute of another Embedder factory to measure (default: the local one)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--cache", type=Path, default=None, help="pickle the lists here")
     args = parser.parse_args(argv)
     conversations = load(args.data)
     embedder: Embedder = WordLlamaEmbedder()
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         store = PostgresMemoryStore(db)
         lists: list[tuple[list[str], list[tuple[str, float]], frozenset[str], int]] = []
         scores: list[dict[str, float]] = []
+        spread: list[tuple[float, float]] = []
         try:
             for conv in conversations:
                 user = f"locomo-{conv.sample_id}"
@@ -132,9 +134,15 @@ def main(argv: list[str] | None = None) -> int:
                     sims = vectors @ qv
                     order = sorted(range(len(keys)), key=lambda i: (-sims[i], keys[i]))[:LIST]
                     vector = [(keys[i], float(sims[i])) for i in order]
+                    spread.append((float(sims.mean()), float(sims.std())))
                     lists.append(([m.key for m in found], vector, q.evidence, q.category))
         finally:
             db.close()
+
+    if args.cache:
+        import pickle
+
+        args.cache.write_bytes(pickle.dumps((lists, scores, spread)))
 
     def score(ranked_of: list[list[str]]) -> dict[str, object]:
         outcomes = [

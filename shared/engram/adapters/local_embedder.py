@@ -21,10 +21,11 @@ from typing import Any
 
 from engram.memories.models import RecallTuning
 
-#: Measured with the quality harness (docs/memories.md): the similarity threshold and fusion
-#: weights of WordLlama's vectors in hybrid recall.
+#: Chosen by measurement on LoCoMo's development half (docs/memories.md, bench/quality/sweep.py
+#: then make eval): weighted score fusion, three parts keywords to one part cosine, every
+#: vector of the 100 nearest counted (a threshold only lowered R@10).
 WORDLLAMA_TUNING = RecallTuning(
-    min_similarity=0.25, rrf_k=60, keyword_weight=1.0, vector_weight=1.0
+    fusion="score", min_similarity=0.0, keyword_weight=0.75, vector_weight=0.25
 )
 
 WORDLLAMA_CONFIG = "l2_supercat"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -131,12 +131,17 @@ class RecallTuning(CamelModel):
     spread of cosine similarities differs from model to model).
 
     A memory is in the vector list when its cosine similarity to the query is at least
-    ``min_similarity``; the fused score of a memory is ``keyword_weight / (rrf_k + rank)`` in
-    the keyword list plus ``vector_weight / (rrf_k + rank)`` in the vector list (weighted
-    reciprocal rank fusion; 1-based ranks)."""
+    ``min_similarity``. ``fusion``:
 
-    model_config = ConfigDict(frozen=True)
+    - ``rrf``: ``keyword_weight / (rrf_k + rank)`` in the keyword list plus
+      ``vector_weight / (rrf_k + rank)`` in the vector list (weighted reciprocal rank fusion,
+      1-based ranks);
+    - ``score``: ``keyword_weight * score / best score`` in the keyword list plus
+      ``vector_weight * max(cosine, 0)`` in the vector list (weighted score fusion; the keyword
+      score divided by the query's best one, so both parts lie in 0..1).
+    """
 
+    fusion: Literal["rrf", "score"] = "rrf"
     min_similarity: float = Field(default=0.25, ge=-1.0, le=1.0)
     rrf_k: int = Field(default=60, ge=1)
     keyword_weight: float = Field(default=1.0, ge=0.0)

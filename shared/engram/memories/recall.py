@@ -15,9 +15,10 @@ The documented order of a recall with a query:
 3. Vector list (only when an embedder is configured): candidates with an embedding of the
    same embedder (``embedding_model``) whose cosine similarity to the query is at least the
    embedder's ``min_similarity``, most similar first. Exact: every candidate is compared.
-4. Weighted reciprocal rank fusion: ``score = sum(weight / (rrf_k + rank))`` over the lists
-   a row appears in (rank is 1-based; ``RecallTuning`` of the embedder: ``rrf_k`` and the
-   keyword and vector weights).
+4. Fusion, as the embedder's ``RecallTuning`` says: weighted reciprocal rank fusion
+   (``score = sum(weight / (rrf_k + rank))`` over the lists a row appears in, rank 1-based)
+   or weighted score fusion (the keyword score over the query's best, and the cosine, each
+   times its weight). Keyword-only recall has one list: its order is the keyword order.
 
 Ties of a score (in each list and after fusion) go to the higher confidence, then to the
 smaller key (code-point order), then to the smaller id: never to when a memory was written.
@@ -167,10 +168,36 @@ def rank_in_memory(
             for s, m in sorted(sims, key=lambda sm: (-sm[0], *tie_key(sm[1])))
             if s >= tuning.min_similarity
         ][:CANDIDATES_PER_LIST]
+        if tuning.fusion == "score":
+            similarity = {m.id: s for s, m in sims}
+            return score_fuse(keyword, scores, vector, similarity, limit=limit, tuning=tuning)
         return rrf_fuse(
             [keyword, vector], limit, tuning.rrf_k, (tuning.keyword_weight, tuning.vector_weight)
         )
     return rrf_fuse(lists, limit, tuning.rrf_k)
+
+
+def score_fuse(
+    keyword: Sequence[Memory],
+    keyword_scores: dict[str, float],
+    vector: Sequence[Memory],
+    similarity: dict[str, float],
+    *,
+    limit: int,
+    tuning: RecallTuning,
+) -> list[Memory]:
+    """Weighted score fusion (``RecallTuning``), ties as documented above."""
+    best = max((keyword_scores[m.id] for m in keyword), default=0.0) or 1.0
+    scores: dict[str, float] = {}
+    rows: dict[str, Memory] = {}
+    for m in keyword:
+        scores[m.id] = tuning.keyword_weight * keyword_scores[m.id] / best
+        rows[m.id] = m
+    for m in vector:
+        scores[m.id] = scores.get(m.id, 0.0) + tuning.vector_weight * max(similarity[m.id], 0.0)
+        rows[m.id] = m
+    ordered = sorted(rows.values(), key=lambda m: (-scores[m.id], *tie_key(m)))
+    return ordered[:limit]
 
 
 class HashingEmbedder:

@@ -15,6 +15,7 @@ from engram.memories.models import (
     NewMemory,
     Persona,
     RecallRequest,
+    RecallTuning,
     Scope,
     Status,
     TeamSettings,
@@ -320,6 +321,51 @@ def test_rrf_fusion_orders_as_documented(backend: Backend) -> None:
     # keyword-only (no embedding configured): plain text rank
     assert recall(backend, ALICE, "apple banana") == ["apple banana smoothie", "apple pie"]
     assert math.isclose(1 / 62 + 1 / 61, 0.0325, abs_tol=1e-3)
+
+
+def test_weighted_rrf_and_score_fusion_order_as_documented(backend: Backend) -> None:
+    # keyword: A has both words (best, 1.0 once divided by the best), B "apple" only
+    # (BM25 of the commoner word x coverage 0.5: about 0.16 of A); cosine to axis 0: A 0,
+    # B 1, C 0.6
+    backend.store.upsert(ALICE, new("a", "apple banana smoothie", embedding=axis(1)))
+    backend.store.upsert(ALICE, new("b", "apple pie", embedding=axis(0)))
+    c_vec = [0.0] * DIMS
+    c_vec[0], c_vec[2] = 0.6, 0.8
+    backend.store.upsert(ALICE, new("c", "orchard notes", embedding=c_vec))
+
+    def fused(**tuning: object) -> list[str]:
+        found = backend.store.recall(
+            ALICE,
+            RecallRequest(
+                team_id=T,
+                user_id="alice",
+                query="apple banana",
+                embedding=axis(0),
+                embedding_model=AXES,
+                tuning=RecallTuning.model_validate(tuning),
+            ),
+        )
+        return [m.key for m in found]
+
+    # score fusion, 3:1 keywords: A 0.75, B 0.75 x 0.16 + 0.25, C 0.25 x 0.6
+    assert fused(fusion="score", min_similarity=0.0, keyword_weight=0.75, vector_weight=0.25) == [
+        "a",
+        "b",
+        "c",
+    ]
+    # score fusion, vectors first: B 0.3 x 0.16 + 0.7, C 0.7 x 0.6, A 0.3
+    assert fused(fusion="score", min_similarity=0.0, keyword_weight=0.3, vector_weight=0.7) == [
+        "b",
+        "c",
+        "a",
+    ]
+    # weighted RRF (k 10): vectors weigh 3: B 1/12 + 3/11, C 3/12, A 1/11
+    assert fused(rrf_k=10, keyword_weight=1.0, vector_weight=3.0) == ["b", "c", "a"]
+    # the embedder's threshold drops C from the vector list
+    assert fused(rrf_k=10, keyword_weight=1.0, vector_weight=3.0, min_similarity=0.7) == [
+        "b",
+        "a",
+    ]
 
 
 def test_injection_shaped_keys_and_queries_are_literal(backend: Backend) -> None:

@@ -115,13 +115,19 @@ def recall_sql(
         )
     lists = []
     ctes = []
+    score_fusion = request.tuning.fusion == "score"
     if keyword:
         ctes.append(
-            "kw AS (SELECT m.id, row_number() OVER (ORDER BY c.score DESC, "
+            "kw AS (SELECT m.id, c.score AS s, row_number() OVER (ORDER BY c.score DESC, "
             f"{ORDER_TIES}) AS r FROM {ranked}"
             f" JOIN memories m ON m.id = c.id WHERE {visible} ORDER BY r LIMIT %(cands)s)"
         )
-        lists.append("SELECT id, r, %(wk)s::float8 AS w FROM kw")
+        lists.append(
+            "SELECT id, %(wk)s::float8 * s / (SELECT COALESCE(NULLIF(max(s), 0), 1) FROM kw)"
+            " AS part FROM kw"
+            if score_fusion
+            else "SELECT id, %(wk)s::float8 / (%(k)s + r) AS part FROM kw"
+        )
     if vector:
         # exact: every visible row of the query's embedder is compared (no ANN index); rows
         # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0010),
@@ -132,15 +138,20 @@ def recall_sql(
             else ""
         )
         ctes.append(
-            "vec AS (SELECT m.id, row_number() OVER (ORDER BY m.embedding <=> %(emb)s::vector, "
+            "vec AS (SELECT m.id, 1 - (m.embedding <=> %(emb)s::vector) AS s,"
+            " row_number() OVER (ORDER BY m.embedding <=> %(emb)s::vector, "
             f"{ORDER_TIES}) AS r FROM memories m WHERE {visible} AND m.embedding IS NOT NULL "
             "AND m.embedding_model = %(model)s "
             f"{indexed}"
             "AND (m.embedding <=> %(emb)s::vector) <= %(maxdist)s ORDER BY r LIMIT %(cands)s)"
         )
-        lists.append("SELECT id, r, %(wv)s::float8 AS w FROM vec")
+        lists.append(
+            "SELECT id, %(wv)s::float8 * greatest(s, 0) AS part FROM vec"
+            if score_fusion
+            else "SELECT id, %(wv)s::float8 / (%(k)s + r) AS part FROM vec"
+        )
     ctes.append(
-        "fused AS (SELECT id, sum(w / (%(k)s + r)) AS score FROM ("
+        "fused AS (SELECT id, sum(part) AS score FROM ("
         + " UNION ALL ".join(lists)
         + ") u GROUP BY id)"
     )
