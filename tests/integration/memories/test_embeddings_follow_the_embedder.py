@@ -11,7 +11,7 @@ import pytest
 from engram.adapters.local_embedder import WORDLLAMA_DIMENSIONS, WordLlamaEmbedder
 from engram.identity import Caller
 from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
-from engram.memories.ports import Embedder, EmbeddingBacklog
+from engram.memories.ports import AccessContext, Embedder, EmbeddingBacklog
 from engram.memories.recall import HashingEmbedder
 from engram.memories.reembed import reembed
 from engram.memories.service import MemoryService
@@ -173,4 +173,17 @@ def test_an_embedder_outage_on_save_leaves_the_row_to_the_backlog(
     service(backend, Down()).save(ALICE, MemorySaveRequest(key=PARAPHRASE[0], value=PARAPHRASE[1]))
     assert [t.key for t in backlog(backend).unembedded(wordllama.model_id, 10)] == ["pet"]
     assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
+    assert recalled(service(backend, wordllama)) == [PARAPHRASE[1]]
+
+
+def test_re_embedding_leaves_the_memory_version_alone(
+    backend: Backend, wordllama: WordLlamaEmbedder
+) -> None:
+    saved, _ = service(backend, None).save(
+        ALICE, MemorySaveRequest(key=PARAPHRASE[0], value=PARAPHRASE[1])
+    )
+    assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
+    after = backend.store.get(AccessContext(team_id="t1", user_id="alice"), saved.id)
+    assert after is not None
+    assert after.version == saved.version  # an If-Match read before still holds
     assert recalled(service(backend, wordllama)) == [PARAPHRASE[1]]

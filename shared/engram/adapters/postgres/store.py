@@ -50,7 +50,7 @@ from engram.memories.models import (
 from engram.memories.ports import AccessContext, EmbeddingTask
 from engram.memories.recall import BM25_K1, CANDIDATES_PER_LIST, TEXT_SEARCH_CONFIG
 
-#: The largest dimension ``memories_vectors`` (migration 0010) holds: one B-tree entry takes at
+#: The largest dimension ``memories_vectors`` (migration 0011) holds: one B-tree entry takes at
 #: most about 2,700 bytes, and a vector takes 4 bytes a dimension.
 INDEXED_VECTOR_DIMS = 512
 
@@ -130,7 +130,7 @@ def recall_sql(
         )
     if vector:
         # exact: every visible row of the query's embedder is compared (no ANN index); rows
-        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0010),
+        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0011),
         # whose predicate the planner proves only from this very constant
         indexed = (
             f"AND m.embedding_dims <= {INDEXED_VECTOR_DIMS} "
