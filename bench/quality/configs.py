@@ -47,7 +47,7 @@ CONFIGS: dict[str, EvalConfig] = {
         {"ENGRAM_EMBEDDER": "local"},
     ),
 }
-DEFAULT_CONFIGS = ("keyword",)
+DEFAULT_CONFIGS = ("keyword", "hybrid-local")
 
 
 def pick(names: str | None) -> list[EvalConfig]:
