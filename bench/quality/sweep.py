@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--cache", type=Path, default=None, help="pickle the lists here")
+    parser.add_argument("--conversations", type=int, default=None, help="the first N only")
     args = parser.parse_args(argv)
-    conversations = load(args.data)
+    conversations = load(args.data)[: args.conversations]
     embedder: Embedder = WordLlamaEmbedder()
     if args.embedder:
         module, _, attr = args.embedder.partition(":")
