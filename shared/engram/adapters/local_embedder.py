@@ -41,7 +41,7 @@ def package_folder() -> Path:
     """The installed ``wordllama`` folder, found without importing the package."""
     spec = importlib.util.find_spec("wordllama")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("ENGRAM_EMBEDDER=local needs the wordllama package (uv sync)")
+        raise RuntimeError("ENGRAM_EMBEDDER=local needs wordllama: install engram[local]")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
