@@ -50,7 +50,7 @@ from engram.memories.models import (
 from engram.memories.ports import AccessContext, EmbeddingTask
 from engram.memories.recall import BM25_K1, CANDIDATES_PER_LIST, TEXT_SEARCH_CONFIG
 
-#: The largest dimension ``memories_vectors`` (migration 0011) holds: one B-tree entry takes at
+#: The largest dimension ``memories_vectors`` (migration 0014) holds: one B-tree entry takes at
 #: most about 2,700 bytes, and a vector takes 4 bytes a dimension.
 INDEXED_VECTOR_DIMS = 512
 
@@ -130,7 +130,7 @@ def recall_sql(
         )
     if vector:
         # exact: every visible row of the query's embedder is compared (no ANN index); rows
-        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0011),
+        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0014),
         # whose predicate the planner proves only from this very constant
         indexed = (
             f"AND m.embedding_dims <= {INDEXED_VECTOR_DIMS} "
@@ -584,7 +584,7 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 for r in cur.fetchall()
             ]
 
-    # --- EmbeddingBacklog (migration 0010; from a transaction acting in no team) ------------
+    # --- EmbeddingBacklog (migration 0013; from a transaction acting in no team) ------------
     def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
         with self._db.tenant(_NO_TEAM) as conn:
             rows = conn.execute(
