@@ -20,9 +20,7 @@ FREQUENT = "frequent"
 DAILY = "daily"
 """The daily schedule: every task. So is any other (the local timer sends none)."""
 
-TaskName = Literal[
-    "prune", "sweep", "retention", "erasure", "extraction", "insights", "embeddings"
-]
+TaskName = Literal["prune", "sweep", "retention", "erasure", "extraction", "insights", "embeddings"]
 TASK_ORDER: tuple[TaskName, ...] = (
     "prune",
     "sweep",
