@@ -64,7 +64,8 @@ PROMPT_BUDGET: int = Settings.model_fields["prompt_token_budget"].default
 
 
 def by_confidence(facts: Sequence[Fact]) -> list[Fact]:
-    """The prompt ranking compared with the seed's: current confidence alone."""
+    """The prompt ranking compared with the shipped one (confidence × reinforcements): current
+    confidence alone."""
     return sorted(facts, key=lambda f: (-f.confidence, f.subject))
 
 

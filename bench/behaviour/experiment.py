@@ -2,7 +2,7 @@
 
 Each configuration is a fresh Engram (its own Redis key prefix) living through the same world
 with the same luck, so configurations are compared user by user (paired bootstrap). The
-reference is the shipped default, the seed's design: ``ExponentialDecay`` and a boost of 2.
+reference is the shipped default: ``ExponentialDecay`` and a boost of 2.
 """
 
 from __future__ import annotations

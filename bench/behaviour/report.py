@@ -277,7 +277,7 @@ def section(result: dict[str, Any], figures: dict[str, str | None], source: str)
     if rankings:
         md += [
             "",
-            "Prompt ranking, on the reference's sessions after a week (vs the seed's "
+            "Prompt ranking, on the reference's sessions after a week (vs the shipped "
             "confidence × reinforcementCount, paired, points):",
             "",
         ]

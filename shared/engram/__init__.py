@@ -1,7 +1,8 @@
 """Engram: long-term memory for chat assistants.
 
-The stable top level (SPEC §7) is imported lazily: ``import engram`` loads nothing heavy and
-connects to nothing; ``from engram import RedisObservationLog`` imports redis-py only then.
+The stable top level (the names below, kept across releases) is imported lazily:
+``import engram`` loads nothing heavy and connects to nothing; ``from engram import
+RedisObservationLog`` imports redis-py only then.
 """
 
 from __future__ import annotations

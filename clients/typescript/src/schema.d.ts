@@ -810,7 +810,7 @@ export interface components {
         };
         /**
          * FactOut
-         * @description A fact as the seed defines it; ``confidence`` is the current (decayed) value.
+         * @description A learned fact; ``confidence`` is the current (decayed) value.
          */
         FactOut: {
             /**

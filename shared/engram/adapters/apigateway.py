@@ -15,7 +15,7 @@ route table (``engram.api.routes.ROUTES``: path, method and the name of the Pyth
     def handler(event, context):
         return app.resolve(event, context)
 
-Errors are mapped to the SPEC §4 body in one place (``register_error_handlers``: every exception
+Errors are mapped to the one error body in one place (``register_error_handlers``: every exception
 a route raises, and the resolver's own 404 for a path no route matches). A route function
 parses its input, calls one use case and returns ``respond(...)``. Bodies are parsed with
 ``engram.api.http.parse_body`` (size, content type, JSON, field names), not by the resolver's
@@ -155,7 +155,7 @@ def respond(
 
 def http_app() -> APIGatewayHttpResolver:
     """A new ``APIGatewayHttpResolver`` (no resolver-side validation) whose errors are the
-    SPEC §4 bodies and whose per-request state is per thread."""
+    the one error body and whose per-request state is per thread."""
 
     app = _thread_safe_resolver_class()()
     register_error_handlers(app)
@@ -281,7 +281,8 @@ def to_powertools_response(exc: BaseException) -> Response[str]:
 
 
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:
-    """Make ``app`` answer every error with the SPEC §4 error body. Call once per function."""
+    """Make ``app`` answer every error with the one error body (``engram.api.errors``).
+    Call once per function."""
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
     from aws_lambda_powertools.event_handler.openapi.exceptions import (
         RequestUnsupportedContentType,

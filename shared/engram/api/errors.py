@@ -1,4 +1,5 @@
-"""The one place where errors become HTTP responses (SPEC §4).
+"""The one place where errors become HTTP responses: a status and the body
+``{"error": {"code", "message", "details"?}}``.
 
 =====================================  ======  ===================  ===========================
 raised                                 status  ``error.code``       notes

@@ -1,4 +1,4 @@
-"""The caller, from verified JWT claims only (SPEC §4).
+"""The caller, from verified JWT claims only.
 
 API Gateway's HTTP API JWT authorizer verifies the token and puts its claims under
 ``requestContext.authorizer.jwt.claims`` and the token's scopes under

@@ -117,7 +117,7 @@ class SessionRequest(InputModel):
 
 
 class FactOut(ResponseModel):
-    """A fact as the seed defines it; ``confidence`` is the current (decayed) value."""
+    """A learned fact; ``confidence`` is the current (decayed) value."""
 
     id: str
     identity_id: str

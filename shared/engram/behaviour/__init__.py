@@ -1,1 +1,1 @@
-"""Behavioural memory (seed 000): observations become facts that reinforce and decay."""
+"""Behavioural memory: observations become facts that reinforce and decay."""

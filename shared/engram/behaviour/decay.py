@@ -1,4 +1,4 @@
-"""Confidence decay strategies (seed §3, SPEC §2).
+"""Confidence decay strategies: how a fact's confidence fades between reinforcements.
 
 Stored confidence is the strength as of ``last_reinforced_at``; ``apply`` computes the current
 confidence from it and never persists anything.

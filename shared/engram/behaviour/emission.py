@@ -1,4 +1,4 @@
-"""Server-side emission: raw ``query`` and ``tool`` events become observations (seed §1).
+"""Server-side emission: raw ``query`` and ``tool`` events become observations.
 
 Rules are configurable (``EmissionRules``; ``Settings.emission_rules_file`` JSON): domain
 regexes, meta-tool names (never observed) and JMESPath entity rules applied to tool results.

@@ -227,7 +227,8 @@ def fact_id(subject: str) -> str:
 
 
 def observation_to_fact_key(obs: Observation) -> tuple[FactCategory, str]:
-    """The (category, subject) an observation reinforces (SPEC §2 subjects)."""
+    """The (category, subject) an observation reinforces: a query's domain, a tool's name,
+    a result's entity."""
     return metadata_to_fact_key(obs.type, obs.metadata)
 
 

@@ -1,9 +1,9 @@
-"""The system-prompt section built from active facts (seed §4, SPEC §2).
+"""The system-prompt section built from active facts, within a token budget.
 
 Token estimator (documented in docs/behaviour.md): a text costs
 ``max(ceil(ascii_chars / 4 + other_chars), ceil(words × 4 / 3))`` tokens — the usual ~4
 characters per token for English, one token per non-ASCII character (CJK, emoji), and never
-fewer than the seed's 0.75 words per token. It over-estimates real tokenisers, so the budget
+fewer than 0.75 words per token. It over-estimates real tokenisers, so the budget
 holds.
 """
 

@@ -63,7 +63,7 @@ class ExtractionConfig(BaseModel):
     def for_persona(
         cls, *, memory_enabled: bool, extraction_enabled: bool, prompt: str | None
     ) -> ExtractionConfig:
-        """The recommended mapping of a persona's settings (SPEC §4: ``{memoryEnabled,
+        """The recommended mapping of a persona's settings (the API's ``{memoryEnabled,
         extraction: {enabled, prompt}}``): memory off -> the transcript is consumed and nothing
         is proposed; ``extraction.enabled`` -> persona-scope learning on; the prompt (if any)
         replaces the default prompt of model-based extractors."""

@@ -43,7 +43,7 @@ class ProposalSink(Protocol):
 
     def propose(self, job: TranscriptJob, proposal: Proposal) -> SinkOutcome:
         """Store ``proposal`` as a ``pending_review`` memory with provenance
-        ``proposal.source_channel_id``. Dedup (SPEC §3): key already active -> "dropped";
+        ``proposal.source_channel_id``. Dedup: key already active -> "dropped";
         already pending -> "refreshed"; archived (rejected) -> "dropped", never resurrected.
         May raise engram.errors.MemoryDisabled / InvalidInput (the proposal is dropped) or
         Unavailable (the job is retried)."""

@@ -1,4 +1,4 @@
-"""The local service (SPEC §5): dev tokens, HTTP server, SQS stand-in, scheduler, embedded stores.
+"""The local service: dev tokens, HTTP server, SQS stand-in, scheduler, embedded stores.
 
 Everything here is for ``engram serve`` and the tests; nothing in AWS imports it.
 """

@@ -1,7 +1,7 @@
 """The extraction job's ``ProposalSink`` over the memory service.
 
 ``MemoryService.propose_outcome`` stores a ``pending_review`` memory with its provenance and
-applies the dedup rules of SPEC §3 (key active: dropped; pending: refreshed; archived /
+applies the proposal dedup rules (key active: dropped; pending: refreshed; archived /
 rejected: never resurrected; memory switched off: dropped) and says which of "created",
 "refreshed" or "dropped" happened; created vs refreshed comes from the write itself, so two
 concurrent proposals of one key count one "created" and one "refreshed".

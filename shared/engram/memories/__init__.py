@@ -1,1 +1,1 @@
-"""Explicit memories (seed 003): scoped key/value memories with hybrid recall."""
+"""Explicit memories: scoped key/value memories with hybrid recall."""

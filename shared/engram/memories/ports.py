@@ -39,7 +39,8 @@ class AccessContext:
 
 
 class MemoryStore(Protocol):
-    """Seed §4 operations, all within one team (``ctx.team_id``).
+    """Memory storage: save, propose, get, list, update, review, delete, recall, erase and
+    retention, all within one team (``ctx.team_id``).
 
     Every method answers as if rows the context may not see did not exist.
     """

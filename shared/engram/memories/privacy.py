@@ -1,5 +1,6 @@
-"""Privacy rules of seed §9 as plain predicates, shared by the service and the in-memory
-adapter (the PostgreSQL adapter enforces the same rules with row-level security)."""
+"""Privacy rules (who may see and write which memory) as plain predicates, shared by the
+service and the in-memory adapter (the PostgreSQL adapter enforces the same rules with
+row-level security)."""
 
 from __future__ import annotations
 

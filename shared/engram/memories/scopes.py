@@ -1,4 +1,4 @@
-"""Scope rules of seed §2 and §5.1: where a save goes, what a recall may see."""
+"""Scope rules: where a save goes, what a recall may see."""
 
 from __future__ import annotations
 

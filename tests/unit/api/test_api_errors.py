@@ -1,4 +1,4 @@
-"""Every error becomes the SPEC §4 error body, directly and through a Powertools resolver."""
+"""Every error becomes the one error body, directly and through a Powertools resolver."""
 
 from __future__ import annotations
 

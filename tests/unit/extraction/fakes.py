@@ -49,7 +49,7 @@ class StoredMemory:
 class FakeSink:
     """Behaves like MemoryService.propose + the erasure log, in memory.
 
-    Dedup per SPEC §3: an active key is dropped, a pending one refreshed, an archived one never
+    Dedup: an active key is dropped, a pending one refreshed, an archived one never
     resurrected. ``fail_with`` makes ``propose`` raise (e.g. Unavailable) for the next N calls.
     """
 

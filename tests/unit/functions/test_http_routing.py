@@ -1,6 +1,6 @@
 """The HTTP functions route with Powertools' ``APIGatewayHttpResolver`` (``engram.use_cases
-.routing.http_app``): each function answers exactly its spec routes, errors are the SPEC §4
-bodies, path parameters are decoded like API Gateway decodes them, and concurrent requests on
+.routing.http_app``): each function answers exactly its spec routes, errors all get the one error
+body, path parameters are decoded like API Gateway decodes them, and concurrent requests on
 one resolver (``engram serve`` calls a handler from many threads) never see each other's event.
 """
 

@@ -1,4 +1,4 @@
-"""The local server's request handler on the wire: every answer is SPEC §4 JSON (unknown
+"""The local server's request handler on the wire: every answer is the API's JSON (unknown
 methods, malformed request lines included) and every response leaves in one write on a socket
 with TCP_NODELAY. Driven over in-memory streams (no network in unit tests)."""
 
