@@ -1,0 +1,112 @@
+"""The state and the access rules every use case of explicit memories shares: the stores,
+the switches (global, team, persona), embeddings that degrade to keywords, visibility."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.clock import Clock, SystemClock
+from engram.errors import Forbidden, MemoryDisabled, NotFound
+from engram.identity import Caller
+from engram.memories.cursors import CursorSigner
+from engram.memories.lifecycle import AuditStamp, Quotas, private_to_its_user
+from engram.memories.models import Memory, Persona, Scope
+from engram.memories.ports import AccessContext, Embedder, MemoryStore, PersonaStore, embedding_text
+from engram.memories.privacy import context_for, memory_visible, persona_allows
+from engram.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class MemoryServiceCore:
+    """What ``MemoryService`` and its use-case groups share; not used on its own."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        personas: PersonaStore,
+        *,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        cursors: CursorSigner | None = None,
+    ) -> None:
+        """``cursors`` signs review cursors with the deployment's key (the composition root
+        passes it); without one, a key only this process knows."""
+        self._store = store
+        self._personas = personas
+        self._embedder = embedder
+        self._settings = settings
+        self._clock = clock or SystemClock()
+        self._cursors = cursors or CursorSigner()
+        self._quotas = Quotas(
+            per_user=self._settings.max_memories_per_user,
+            per_persona=self._settings.max_memories_per_persona,
+            per_team=self._settings.max_memories_per_team,
+        )
+
+    def _persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
+        return self._personas.get_persona(ctx, persona_id) if persona_id else None
+
+    def _enabled(self, ctx: AccessContext, persona: Persona | None) -> bool:
+        if not self._settings.memory_enabled:
+            return False
+        team = self._personas.get_team_settings(ctx)
+        if team is not None and not team.memory_enabled:
+            return False
+        return persona is None or persona.memory_enabled
+
+    def _embed(self, text: str) -> dict[str, Any]:
+        """``embedding`` and ``embedding_model`` of a text: both None without an embedder or
+        when it fails (the row is embedded later, the recall is keyword-only), a None vector
+        when the model gives nothing for the text."""
+        if self._embedder is None or not text.strip():
+            return {"embedding": None, "embedding_model": None}
+        try:
+            vector = self._embedder.embed([text])[0]
+            model = self._embedder.model_id
+        except Exception:  # an embedder outage degrades recall to keywords, never fails it
+            log.warning("embedder failed; continuing keyword-only", exc_info=True)
+            return {"embedding": None, "embedding_model": None}
+        return {"embedding": vector if any(vector) else None, "embedding_model": model}
+
+    def _memory_embedding(self, key: str, value: str) -> dict[str, Any]:
+        return self._embed(embedding_text(key, value))
+
+    def _query_embedding(self, query: str) -> dict[str, Any]:
+        """The query's embedding, its model and the embedder's tuning (none: keyword-only)."""
+        embedded = self._embed(query)
+        if self._embedder is None or embedded["embedding"] is None:
+            return {}
+        return {**embedded, "tuning": self._embedder.tuning}
+
+    def _visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
+        """The memory as ``caller`` may see it: 404 outside their rows, and for admins a
+        user's own ``user`` memory too (``private_to_its_user``), as for its history."""
+        if memory is None or not memory_visible(ctx, memory) or private_to_its_user(ctx, memory):
+            raise NotFound("memory not found")
+        if memory.scope is not Scope.USER and not persona_allows(
+            caller, self._persona(ctx, memory.owner_id)
+        ):
+            raise NotFound("memory not found")
+        return memory
+
+    def _decided(self, ctx: AccessContext, action: str) -> AuditStamp:
+        """A person's decision, for the store to audit in the same transaction."""
+        at = datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
+        return AuditStamp(id=str(uuid.uuid4()), actor_id=ctx.user_id, action=action, at=at)
+
+    # --- memory_save / memory_recall ---------------------------------------------------------
+    def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
+        """Raise what a save with this persona would: ``Forbidden`` when the persona is not
+        open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
+        team or for the persona. ``persona_id`` is a validated id (``TranscriptRequest``)."""
+        ctx = context_for(caller)
+        persona_cfg = self._persona(ctx, persona_id)
+        if persona_id and not persona_allows(caller, persona_cfg):
+            raise Forbidden("this persona is not available to the caller's groups")
+        if not self._enabled(ctx, persona_cfg):
+            raise MemoryDisabled("memory is switched off for this team or persona")

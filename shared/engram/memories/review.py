@@ -1,0 +1,124 @@
+"""The review pipeline of extraction proposals: team admins list, approve (optionally
+edited) and reject pending memories, one by one or in bulk, each decision audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engram.errors import EngramError, Forbidden, NotFound
+from engram.identity import Caller
+from engram.memories.core import MemoryServiceCore
+from engram.memories.inputs import ApproveRequest, BulkReviewRequest, ReviewListQuery
+from engram.memories.lifecycle import history_visible, last_known
+from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
+from engram.memories.ports import AccessContext
+from engram.memories.privacy import context_for
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """One id of a bulk review: the decided memory, or the error that id alone met (the
+    same error a single approval or rejection of it would raise)."""
+
+    memory_id: str
+    memory: Memory | None = None
+    error: EngramError | None = None
+
+
+class ReviewPipeline(MemoryServiceCore):
+    """Team admins decide proposals; every memory keeps its audit trail."""
+
+    def _admin(self, caller: Caller) -> AccessContext:
+        if not caller.can_administer_team(caller.team_id):
+            raise Forbidden("only team admins review memories")
+        return context_for(caller)
+
+    def list_pending(self, caller: Caller, query: ReviewListQuery | None = None) -> MemoryPage:
+        """One page of the team's pending memories, oldest first. ``next_cursor`` is signed
+        (``engram.memories.cursors``) for this team and persona filter; a ``cursor`` this
+        service did not issue for the same listing raises ``InvalidInput("cursor")``."""
+        query = query or ReviewListQuery()
+        ctx = self._admin(caller)
+        listing = ("review", caller.team_id, query.persona_id or "")
+        page = self._store.list_memories(
+            ctx,
+            MemoryFilter(
+                team_id=caller.team_id,
+                status=Status.PENDING_REVIEW,
+                persona_id=query.persona_id,
+                limit=query.limit,
+                cursor=self._cursors.open(query.cursor, *listing),
+            ),
+        )
+        return page.model_copy(
+            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
+        )
+
+    def approve(self, caller: Caller, memory_id: str, edit: ApproveRequest | None = None) -> Memory:
+        """Approve a pending proposal, first applying ``edit`` (a new key and/or value).
+        ``NotFound`` when there is no such proposal the admin may see; ``Conflict`` when it was
+        already decided (the loser of two concurrent decisions). The change and its audit row
+        are one transaction."""
+        ctx = self._admin(caller)
+        key_s, value_s = (edit.key, edit.value) if edit is not None else (None, None)
+        proposed = self._store.get(ctx, memory_id)
+        if proposed is None:
+            raise NotFound("no pending memory with this id")
+        edited = key_s is not None or value_s is not None
+        return self._review(
+            ctx,
+            memory_id,
+            Status.ACTIVE,
+            "approve",
+            key=key_s,
+            value=value_s,
+            **(
+                self._memory_embedding(key_s or proposed.key, value_s or proposed.value)
+                if edited
+                else {}
+            ),
+        )
+
+    def reject(self, caller: Caller, memory_id: str) -> Memory:
+        """Reject a pending proposal: it becomes ``rejected`` and its key and value are
+        suppressed, so an equal proposal is never made again, until erasure. A new value of
+        its key may be proposed (it replaces the rejected row). Errors as ``approve``."""
+        return self._review(self._admin(caller), memory_id, Status.REJECTED, "reject")
+
+    def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:
+        """Approve or reject each id of ``request``, in order, each in its own atomic step with
+        its own audit row, exactly as ``approve`` / ``reject`` one by one: an id already
+        decided reports ``Conflict``, an unknown one ``NotFound``, and neither stops the
+        others. ``Forbidden`` for a caller who is not an admin of the team (nothing decided)."""
+        self._admin(caller)
+        decide = self.approve if request.action == "approve" else self.reject
+        outcomes: list[ReviewOutcome] = []
+        for memory_id in request.ids:
+            try:
+                outcomes.append(ReviewOutcome(memory_id, memory=decide(caller, memory_id)))
+            except EngramError as exc:
+                outcomes.append(ReviewOutcome(memory_id, error=exc))
+        return outcomes
+
+    def _review(
+        self, ctx: AccessContext, memory_id: str, status: Status, action: str, **edits: Any
+    ) -> Memory:
+        reviewed = self._store.review(
+            ctx, memory_id, status=status, decided=self._decided(ctx, action), **edits
+        )
+        if reviewed is None:
+            raise NotFound("no pending memory with this id")
+        return reviewed
+
+    def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
+        """The audit trail of one memory, oldest first, also after it was deleted. The owner
+        sees the history of their memories; team admins that of what they manage (proposals,
+        persona and persona_user memories), not a user's own ``user`` memory. ``NotFound``
+        for anything else."""
+        audit = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=True)
+        actions = self._store.list_actions(audit, memory_id)
+        subject = self._store.get(audit, memory_id) or last_known(actions, caller.team_id)
+        if subject is None or not history_visible(context_for(caller), subject):
+            raise NotFound("memory not found")
+        return actions
