@@ -3,26 +3,30 @@ the PostgreSQL adapter against. Thread-safe; enforces the same visibility rules 
 
 from __future__ import annotations
 
-import base64
 import threading
 import uuid
 from datetime import UTC, datetime
-from typing import Protocol
 
-from engram.clock import Clock, SystemClock
-from engram.errors import Conflict, InvalidInput, PreconditionFailed, QuotaExceeded
-from engram.memories.lifecycle import (
-    AuditStamp,
-    Quotas,
-    audit_row,
-    counts_toward,
-    subject_user,
-    suppression_digest,
+from engram.adapters.inmemory_rows import (
+    DedupKey,
+    ErasedSince,
+    SuppressionKey,
+    audit_after_erasure,
+    check_version,
+    decode_cursor,
+    encode_cursor,
+    key_of,
+    matches,
+    page_of,
+    recalled,
+    suppression_key,
+    suppression_user,
 )
+from engram.clock import Clock, SystemClock
+from engram.errors import Conflict, QuotaExceeded
+from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, counts_toward, subject_user
 from engram.memories.models import (
-    ERASED_ACTOR,
     LIVE_STATUSES,
-    PROPOSAL_STATUSES,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -33,80 +37,10 @@ from engram.memories.models import (
     Scope,
     Status,
     TeamSettings,
-    audit_is_about,
 )
 from engram.memories.ports import AccessContext, EmbeddingTask
 from engram.memories.privacy import can_see, can_write, memory_visible
 from engram.memories.recall import rank_in_memory
-
-_DedupKey = tuple[str, Scope, str, str, str]
-
-
-_SuppressionKey = tuple[str, Scope, str, str, bytes]
-
-
-def _dedup(m: Memory | NewMemory) -> _DedupKey:
-    return (m.team_id, m.scope, m.owner_id, m.user_id or "", m.key)
-
-
-def _suppression_key(m: Memory | NewMemory) -> _SuppressionKey:
-    return (m.team_id, m.scope, m.owner_id, m.user_id or "", suppression_digest(m.key, m.value))
-
-
-def encode_cursor(created_at: datetime, memory_id: str) -> str:
-    raw = f"{created_at.isoformat()}|{memory_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        stamp, _, memory_id = raw.partition("|")
-        when = datetime.fromisoformat(stamp)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor", "not a cursor this service issued") from None
-    if not memory_id or when.tzinfo is None:
-        raise InvalidInput("cursor", "not a cursor this service issued")
-    return when, memory_id
-
-
-def _suppression_user(k: _SuppressionKey) -> str | None:
-    """The user a suppression is about (as ``subject_user``; persona rows: none)."""
-    _, scope, owner, user, _ = k
-    return owner if scope is Scope.USER else (user or None)
-
-
-def _listed(r: Memory, flt: MemoryFilter) -> bool:
-    """The listing rules of ``MemoryFilter`` beyond equality: an admin's view of other users'
-    ``user`` rows, a user's view of persona proposals, and the personas closed to them."""
-    if (
-        flt.managed_by is not None
-        and r.scope is Scope.USER
-        and r.owner_id != flt.managed_by
-        and r.status not in PROPOSAL_STATUSES
-    ):
-        return False
-    if (
-        flt.member is not None
-        and r.scope is Scope.PERSONA
-        and r.status in PROPOSAL_STATUSES
-        and r.source_user_id != flt.member
-    ):
-        return False
-    return r.scope is Scope.USER or r.owner_id not in flt.exclude_personas
-
-
-def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
-    if if_versions is not None and row.version not in if_versions:
-        raise PreconditionFailed(
-            f"the memory changed since it was read (it is at version {row.version})"
-        )
-
-
-class ErasedSince(Protocol):
-    """The part of ``engram.maintenance.ports.ErasureLog`` the store consults."""
-
-    def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool: ...
 
 
 class InMemoryMemoryStore:
@@ -119,14 +53,14 @@ class InMemoryMemoryStore:
         self._erased_at: dict[tuple[str, str], datetime] = {}
         self._lock = threading.RLock()
         self._rows: dict[str, Memory] = {}
-        self._by_key: dict[_DedupKey, str] = {}
+        self._by_key: dict[DedupKey, str] = {}
         #: id -> (embedding model, vector or None when the model gave none)
         self._embeddings: dict[str, tuple[str | None, list[float] | None]] = {}
         self._personas: dict[tuple[str, str], Persona] = {}
         self._teams: dict[str, TeamSettings] = {}
         self._actions: list[ReviewAction] = []
         #: suppressions (deletions, archives, rejections) -> the persona row's source user
-        self._suppressions: dict[_SuppressionKey, str | None] = {}
+        self._suppressions: dict[SuppressionKey, str | None] = {}
         self._last = datetime.fromtimestamp(0, UTC)
 
     def _now(self) -> datetime:
@@ -145,21 +79,21 @@ class InMemoryMemoryStore:
             existing = self._live_row(memory)
             if existing is None:
                 self._refuse_past_limits(memory, quotas)
-            self._drop_rejected(_dedup(memory))
+            self._drop_rejected(key_of(memory))
             return self._write(memory, existing)
 
-    def _drop_rejected(self, key: _DedupKey) -> None:
+    def _drop_rejected(self, key: DedupKey) -> None:
         """As PostgreSQL's one row per key: a write that gives a key a new row first drops
         its rejected row (the rejected value stays refused by its suppression)."""
         for row in [r for r in self._rows.values() if r.status is Status.REJECTED]:
-            if _dedup(row) == key:
+            if key_of(row) == key:
                 del self._rows[row.id]
                 self._embeddings.pop(row.id, None)
 
     def _live_row(self, memory: NewMemory) -> Memory | None:
         if memory.status not in LIVE_STATUSES:
             return None  # a rejected row never takes a key's place
-        existing_id = self._by_key.get(_dedup(memory))
+        existing_id = self._by_key.get(key_of(memory))
         return self._rows[existing_id] if existing_id is not None else None
 
     def _refuse_past_limits(self, memory: NewMemory, quotas: Quotas | None) -> None:
@@ -190,7 +124,7 @@ class InMemoryMemoryStore:
             row = Memory(**fields, id=str(uuid.uuid4()), created_at=now, updated_at=now)
         self._rows[row.id] = row
         if row.status in LIVE_STATUSES:
-            self._by_key[_dedup(row)] = row.id
+            self._by_key[key_of(row)] = row.id
         # like PostgreSQL: a new value without an embedding drops the stale one
         self._set_embedding(row.id, memory.embedding_model, memory.embedding)
         return row, existing is None
@@ -230,7 +164,7 @@ class InMemoryMemoryStore:
                     self._refuse_past_limits(memory, quotas)
                 except QuotaExceeded:
                     return None
-            self._drop_rejected(_dedup(memory))  # of another value: an equal one suppresses
+            self._drop_rejected(key_of(memory))  # of another value: an equal one suppresses
             return self._write(memory, existing)
 
     def _erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
@@ -243,13 +177,13 @@ class InMemoryMemoryStore:
 
     def _suppress(self, memory: Memory) -> None:
         source = memory.source_user_id if memory.scope is Scope.PERSONA else None
-        self._suppressions.setdefault(_suppression_key(memory), source)
+        self._suppressions.setdefault(suppression_key(memory), source)
 
     def _suppressed(self, memory: NewMemory) -> bool:
-        if _suppression_key(memory) in self._suppressions:
+        if suppression_key(memory) in self._suppressions:
             return True
         return any(
-            r.status is Status.REJECTED and _dedup(r) == _dedup(memory) and r.value == memory.value
+            r.status is Status.REJECTED and key_of(r) == key_of(memory) and r.value == memory.value
             for r in self._rows.values()
         )
 
@@ -269,42 +203,7 @@ class InMemoryMemoryStore:
     def list_memories(self, ctx: AccessContext, flt: MemoryFilter) -> MemoryPage:
         with self._lock:
             rows = [r for r in self._rows.values() if memory_visible(ctx, r)]
-        out = []
-        for r in rows:
-            if r.team_id != flt.team_id or not _listed(r, flt):
-                continue
-            if flt.scope is not None and r.scope is not flt.scope:
-                continue
-            if flt.owner_id is not None and r.owner_id != flt.owner_id:
-                continue
-            if flt.user_id is not None and r.user_id != flt.user_id:
-                continue
-            if flt.status is not None and r.status is not flt.status:
-                continue
-            if flt.source_user_id is not None and r.source_user_id != flt.source_user_id:
-                continue
-            if flt.source_channel_id is not None and r.source_channel_id != flt.source_channel_id:
-                continue
-            if flt.persona_id is not None and not (
-                r.scope in (Scope.PERSONA, Scope.PERSONA_USER) and r.owner_id == flt.persona_id
-            ):
-                continue
-            if flt.updated_after is not None and r.updated_at <= flt.updated_after:
-                continue
-            if flt.updated_before is not None and r.updated_at >= flt.updated_before:
-                continue
-            out.append(r)
-        out.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-        if flt.cursor:
-            when, after_id = decode_cursor(flt.cursor)
-            out = [r for r in out if (r.created_at, r.id) < (when, after_id)]
-        page = out[: flt.limit]
-        nxt = (
-            encode_cursor(page[-1].created_at, page[-1].id)
-            if len(out) > flt.limit and page
-            else None
-        )
-        return MemoryPage(memories=page, next_cursor=nxt)
+        return page_of([r for r in rows if matches(r, flt)], flt)
 
     def update(
         self,
@@ -324,7 +223,7 @@ class InMemoryMemoryStore:
             row = self._writable(ctx, memory_id)
             if row is None:
                 return None
-            _check_version(row, if_versions)
+            check_version(row, if_versions)
             if row.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
             self._drop_rejected_of_new_key(row, key)
@@ -405,12 +304,12 @@ class InMemoryMemoryStore:
             }
         )
         was_live, live = row.status in LIVE_STATUSES, new.status in LIVE_STATUSES
-        if live and (not was_live or _dedup(new) != _dedup(row)) and _dedup(new) in self._by_key:
+        if live and (not was_live or key_of(new) != key_of(row)) and key_of(new) in self._by_key:
             raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
         if was_live:
-            del self._by_key[_dedup(row)]
+            del self._by_key[key_of(row)]
         if live:
-            self._by_key[_dedup(new)] = new.id
+            self._by_key[key_of(new)] = new.id
         self._rows[new.id] = new
         if fields.get("key") is not None or fields.get("value") is not None:
             # a new text: its embedding is what the caller gives (none: embedded later)
@@ -429,10 +328,10 @@ class InMemoryMemoryStore:
             row = self._rows.get(memory_id)
             if row is None or not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
                 return False
-            _check_version(row, if_versions)
+            check_version(row, if_versions)
             del self._rows[memory_id]
             if row.status in LIVE_STATUSES:
-                self._by_key.pop(_dedup(row), None)
+                self._by_key.pop(key_of(row), None)
             self._embeddings.pop(memory_id, None)
             if decided is not None:
                 self._actions.append(audit_row(decided, row.id, row, None))
@@ -443,17 +342,10 @@ class InMemoryMemoryStore:
         return self.update(ctx, memory_id, status=Status.ARCHIVED)
 
     def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
-        def wanted(r: Memory) -> bool:
-            if r.status is not Status.ACTIVE or r.team_id != request.team_id:
-                return False
-            if r.scope is Scope.USER:
-                return r.owner_id == request.user_id
-            if request.persona_id is None or r.owner_id != request.persona_id:
-                return False
-            return r.scope is Scope.PERSONA or r.user_id == request.user_id
-
         with self._lock:
-            candidates = [r for r in self._rows.values() if wanted(r) and memory_visible(ctx, r)]
+            candidates = [
+                r for r in self._rows.values() if recalled(r, request) and memory_visible(ctx, r)
+            ]
             embeddings = {
                 mid: vector
                 for mid, (model, vector) in self._embeddings.items()
@@ -515,28 +407,11 @@ class InMemoryMemoryStore:
                 if self.delete(system if r.scope is Scope.PERSONA else ctx, r.id):
                     counts[r.scope.value] += 1
                     erased.add(r.id)
-            team = [a for a in self._actions if a.team_id == ctx.team_id]
-            legacy = {  # rows written before about_user_id: judged by their copies
-                a.memory_id for a in team if a.about_user_id is None and audit_is_about(a, user_id)
-            }
-            kept: list[ReviewAction] = []
-            audit = 0
-            for a in self._actions:
-                about = a.about_user_id == user_id or a.memory_id in erased
-                if a.team_id != ctx.team_id:
-                    kept.append(a)
-                elif about or (a.about_user_id is None and a.memory_id in legacy):
-                    audit += 1
-                else:
-                    erase_actor = a.actor_id == user_id
-                    kept.append(
-                        a.model_copy(update={"actor_id": ERASED_ACTOR}) if erase_actor else a
-                    )
-            self._actions = kept
+            self._actions, audit = audit_after_erasure(self._actions, ctx.team_id, user_id, erased)
             gone = [
                 k
                 for k, source in self._suppressions.items()
-                if k[0] == ctx.team_id and user_id in (source, _suppression_user(k))
+                if k[0] == ctx.team_id and user_id in (source, suppression_user(k))
             ]
             for k in gone:
                 del self._suppressions[k]
@@ -606,4 +481,10 @@ class InMemoryMemoryStore:
         return stored
 
 
-__all__ = ["InMemoryMemoryStore", "can_see"]
+__all__ = [
+    "ErasedSince",
+    "InMemoryMemoryStore",
+    "can_see",
+    "decode_cursor",
+    "encode_cursor",
+]
