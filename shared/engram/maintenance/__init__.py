@@ -9,7 +9,7 @@ the report's metrics. See ``docs/operations.md``.
 from __future__ import annotations
 
 from engram.maintenance.budget import Budget, MonotonicClock
-from engram.maintenance.job import ErasureAwareSink, MaintenanceJob, identity_id
+from engram.maintenance.job import ErasureAwareSink, MaintenanceJob
 from engram.maintenance.models import (
     TASK_ORDER,
     ErasureRecord,
@@ -30,6 +30,7 @@ from engram.maintenance.ports import (
     RetentionPolicySource,
     TranscriptQueue,
 )
+from engram.maintenance.tasks import identity_id
 
 __all__ = [
     "TASK_ORDER",

@@ -34,18 +34,14 @@ from engram.clock import Clock
 from engram.extraction.drain import ExtractionConfig, ReceivedJob, process_batch
 from engram.extraction.models import Proposal, TranscriptJob
 from engram.extraction.ports import Extractor, ProposalSink, SinkOutcome
-from engram.identity import Caller, parse_identity_id
 from engram.insights.ports import FactSource, InsightsStore
+from engram.maintenance import tasks
 from engram.maintenance.budget import Budget, MonotonicClock
 from engram.maintenance.models import (
     TASK_ORDER,
-    ErasureCursor,
-    InsightsCursor,
     MaintenanceConfig,
     MaintenanceReport,
     MaintenanceState,
-    OffsetCursor,
-    PolicyCursor,
     TaskName,
     TaskReport,
 )
@@ -54,19 +50,14 @@ from engram.maintenance.ports import (
     ErasureLog,
     MaintenanceStateStore,
     MemoryMaintenance,
-    PersonaRetention,
     RetentionPolicySource,
     TranscriptQueue,
 )
+from engram.maintenance.tasks import Stopped, TaskRun
 from engram.memories.ports import Embedder, EmbeddingBacklog
 from engram.memories.reembed import reembed
 
 T = TypeVar("T")
-
-
-def identity_id(team_id: str, user_id: str) -> str:
-    """The behavioural identity of a user (the same key the API uses)."""
-    return Caller(user_id=user_id, team_id=team_id).identity_id
 
 
 class ErasureAwareSink:
@@ -83,10 +74,6 @@ class ErasureAwareSink:
         return self._erasures.erased_since(team_id, user_id, since_ms) or self._inner.is_erased(
             team_id, user_id, since_ms
         )
-
-
-class _Stop(Exception):  # internal control flow, never escapes the job
-    pass
 
 
 class MaintenanceJob:
@@ -156,7 +143,7 @@ class MaintenanceJob:
             rep.ran = True
             try:
                 self._run_task(name, now, budget, state, rep)
-            except _Stop:
+            except Stopped:
                 pass
             except Exception as exc:  # a dependency failed: report it, go on with the others
                 rep.error = f"{type(exc).__name__}: {exc}"[:500]
@@ -193,20 +180,54 @@ class MaintenanceJob:
     def _run_task(
         self, name: TaskName, now: int, budget: Budget, state: MaintenanceState, rep: TaskReport
     ) -> None:
+        cfg = self.config
+        run = TaskRun(budget, rep, lambda: self._save(state), cfg.page_size)
         if name == "prune":
-            self._prune(now, budget, state.prune, rep, state)
+            assert self._behaviour is not None
+            before = now - cfg.retention_ms
+            cap = cfg.max_identities_per_run
+            tasks.prune(run, self._behaviour, state.prune, before_ms=before, cap=cap)
         elif name == "sweep":
-            self._sweep(now, budget, state.sweep, rep, state)
+            assert self._behaviour is not None
+            idle_since, cap = now - cfg.idle_ms, cfg.max_swept_per_run
+            tasks.sweep(
+                run, self._behaviour, state.sweep, now_ms=now, idle_since_ms=idle_since, cap=cap
+            )
         elif name == "retention":
-            self._retention(now, budget, state.retention, rep, state)
+            assert self._memories is not None
+            assert self._policies is not None
+            cap = cfg.max_policies_per_run
+            tasks.retention(
+                run, self._memories, self._policies, state.retention, now_ms=now, cap=cap
+            )
         elif name == "erasure":
-            self._erasure(now, budget, state.erasure, rep, state)
+            assert self._erasures is not None
+            tasks.erasure(
+                run,
+                self._erasures,
+                state.erasure,
+                behaviour=self._behaviour,
+                memories=self._memories,
+                now_ms=now,
+                settle_ms=cfg.settle_ms,
+                cap=cfg.max_erasures_per_run,
+            )
         elif name == "insights":
-            self._insights(now, budget, state.insights, rep, state)
+            assert self._facts is not None
+            assert self._insights_store is not None
+            tasks.insights(
+                run,
+                self._facts,
+                self._insights_store,
+                state.insights,
+                now_ms=now,
+                min_users=cfg.insights_min_users,
+                cap=cfg.max_insight_identities_per_run,
+            )
         elif name == "embeddings":
             self._embeddings(budget, rep)
         else:
-            self._extraction(budget, rep)
+            self._extraction(run)
 
     def _load_state(self) -> tuple[MaintenanceState, bool]:
         raw = self._store.get()
@@ -220,246 +241,9 @@ class MaintenanceJob:
     def _save(self, state: MaintenanceState) -> None:
         self._store.set(state.to_json_dict())
 
-    @staticmethod
-    def _check(budget: Budget, rep: TaskReport) -> None:
-        if budget.exhausted():
-            rep.cut_off = True
-            raise _Stop
-
-    @staticmethod
-    def _cap(rep: TaskReport, done: int, cap: int) -> int:
-        """How many more items this task may take in this run (stops it at its cap)."""
-        if done >= cap:
-            rep.paused = True
-            raise _Stop
-        return cap - done
-
-    # --- a. prune -----------------------------------------------------------------------------
-    def _prune(
-        self,
-        now: int,
-        budget: Budget,
-        cur: OffsetCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-    ) -> None:
-        store = self._behaviour
-        assert store is not None
-        before = now - self.config.retention_ms
-
-        def visit(ident: str) -> bool:
-            rep.add("observationsPruned", store.prune(ident, before))
-            return False
-
-        self._walk_identities(
-            budget,
-            cur,
-            rep,
-            state,
-            active_before_ms=None,
-            cap=self.config.max_identities_per_run,
-            visit=visit,
-        )
-
-    # --- b. sweep -----------------------------------------------------------------------------
-    def _sweep(
-        self,
-        now: int,
-        budget: Budget,
-        cur: OffsetCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-    ) -> None:
-        store = self._behaviour
-        assert store is not None
-
-        def visit(ident: str) -> bool:
-            rep.add("factsExpired", store.sweep_expired(ident, now))
-            if store.remove_if_empty(ident):
-                rep.add("identitiesRemoved")
-                return True
-            return False
-
-        self._walk_identities(
-            budget,
-            cur,
-            rep,
-            state,
-            active_before_ms=now - self.config.idle_ms,
-            cap=self.config.max_swept_per_run,
-            visit=visit,
-        )
-
-    def _walk_identities(
-        self,
-        budget: Budget,
-        cur: OffsetCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-        *,
-        active_before_ms: int | None,
-        cap: int,
-        visit: Callable[[str], bool],
-    ) -> None:
-        """Page through the identity index from ``cur``, visiting each identity once per cycle;
-        ``visit`` returns True when it removed the identity from the index."""
-        store = self._behaviour
-        assert store is not None
-        done = 0
-        while True:
-            limit = min(self.config.page_size, self._cap(rep, done, cap))
-            self._check(budget, rep)
-            ids, nxt = store.list_identities(
-                active_before_ms=active_before_ms, cursor=cur.cursor, limit=limit
-            )
-            for ident in ids:
-                self._check(budget, rep)
-                cur.cursor += 1  # past it before the call: a failing identity never blocks
-                removed = visit(ident)
-                rep.add("identities")
-                done += 1
-                if removed:
-                    cur.cursor -= 1  # the rest of the index moved up by one
-            if nxt == 0:
-                cur.cursor = 0
-                cur.cycle += 1
-                rep.completed_cycle = True
-                return
-            self._save(state)
-
-    # --- c. memory retention ------------------------------------------------------------------
-    def _retention(
-        self,
-        now: int,
-        budget: Budget,
-        cur: PolicyCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-    ) -> None:
-        memories, policies = self._memories, self._policies
-        assert memories is not None
-        assert policies is not None
-        cfg = self.config
-        done = 0
-        while True:
-            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_policies_per_run))
-            self._check(budget, rep)
-            page = list(policies.list_policies(after=cur.after, limit=limit))
-            for policy in page:
-                self._check(budget, rep)
-                cur.after = policy.key
-                done += 1
-                if policy.persona_id is None:
-                    counts = memories.apply_retention(
-                        policy.team_id,
-                        archive_after_days=policy.archive_after_days,
-                        delete_archived_after_days=policy.delete_archived_after_days,
-                        now=now,
-                    )
-                elif isinstance(memories, PersonaRetention):
-                    counts = memories.apply_persona_retention(
-                        policy.team_id,
-                        policy.persona_id,
-                        archive_after_days=policy.archive_after_days,
-                        delete_archived_after_days=policy.delete_archived_after_days,
-                        now=now,
-                    )
-                else:
-                    rep.add("policiesUnsupported")
-                    continue
-                rep.add("policies")
-                rep.add("memoriesArchived", counts.get("archived", 0))
-                rep.add("memoriesDeleted", counts.get("deleted", 0))
-            if len(page) < limit:
-                cur.after = None
-                cur.cycle += 1
-                rep.completed_cycle = True
-                return
-            self._save(state)
-
-    # --- d. erasure leftovers -----------------------------------------------------------------
-    def _erasure(
-        self,
-        now: int,
-        budget: Budget,
-        cur: ErasureCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-    ) -> None:
-        log = self._erasures
-        assert log is not None
-        cfg = self.config
-        done = 0
-        while True:
-            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_erasures_per_run))
-            self._check(budget, rep)
-            page = list(log.pending_purges(after=cur.after, limit=limit))
-            for record in page:
-                self._check(budget, rep)
-                cur.after = record.key
-                done += 1
-                ident = identity_id(record.team_id, record.user_id)
-                if self._behaviour is not None:
-                    rep.add(
-                        "behaviourLeftovers",
-                        self._behaviour.purge_leftovers(ident, record.erased_at_ms),
-                    )
-                if self._memories is not None:
-                    rep.add(
-                        "memoryLeftovers",
-                        self._memories.purge_user_before(
-                            record.team_id, record.user_id, record.erased_at_ms
-                        ),
-                    )
-                rep.add("erasuresChecked")
-                if now >= record.erased_at_ms + cfg.settle_ms:
-                    log.mark_purged(record.team_id, record.user_id, record.erased_at_ms)
-                    rep.add("erasuresSettled")
-            if len(page) < limit:
-                cur.after = None
-                cur.cycle += 1
-                rep.completed_cycle = True
-                return
-            self._save(state)
-
-    # --- f. insights --------------------------------------------------------------------------
-    def _insights(
-        self,
-        now: int,
-        budget: Budget,
-        cur: InsightsCursor,
-        rep: TaskReport,
-        state: MaintenanceState,
-    ) -> None:
-        facts, store = self._facts, self._insights_store
-        assert facts is not None
-        assert store is not None
-        cfg = self.config
-        done = 0
-        while True:
-            limit = min(cfg.page_size, self._cap(rep, done, cfg.max_insight_identities_per_run))
-            self._check(budget, rep)
-            ids, nxt = facts.identity_page(cur.cursor, limit)
-            for ident in ids:
-                self._check(budget, rep)  # a page cut short is read again: replacing is idempotent
-                parsed = parse_identity_id(ident)
-                if parsed is not None:
-                    store.contribute(*parsed, facts.contributions(ident, now), cycle=cur.cycle)
-                rep.add("identities")
-                done += 1
-            cur.cursor = nxt
-            if not nxt:
-                rep.add(
-                    "rowsPublished",
-                    store.publish(cycle=cur.cycle, min_users=cfg.insights_min_users, now_ms=now),
-                )
-                cur.cycle += 1
-                rep.completed_cycle = True
-                return
-            self._save(state)
-
     # --- e. extraction ------------------------------------------------------------------------
-    def _extraction(self, budget: Budget, rep: TaskReport) -> None:
+    def _extraction(self, run: TaskRun) -> None:
+        budget, rep = run.budget, run.rep
         queue, extractor, sink = self._queue, self._extractor, self._sink
         assert queue is not None
         assert extractor is not None
@@ -469,8 +253,8 @@ class MaintenanceJob:
         cfg = self.config
         received = 0
         while True:
-            want = min(cfg.receive_batch, self._cap(rep, received, cfg.max_jobs_per_run))
-            self._check(budget, rep)
+            want = min(cfg.receive_batch, run.room(received, cfg.max_jobs_per_run))
+            run.check()
             messages = queue.receive(want)
             if not messages:
                 rep.completed_cycle = True
