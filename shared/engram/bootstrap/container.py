@@ -2,50 +2,28 @@
 from ``Settings`` on first use. Importing this module or constructing a container connects to
 nothing and imports no adapter; every keyword of the constructor replaces the part it names.
 
+The parts on Redis are listed in ``engram.bootstrap.redis_parts``, those on PostgreSQL in
+``engram.bootstrap.postgres_parts``; the others:
+
 =======================  ===============================================================
 part                     built from
 =======================  ===============================================================
-``redis``                ``make_redis(settings)`` when ``ENGRAM_REDIS_URL``/``REDIS_URL``
-                         is set, else the embedded in-process fakeredis (local only)
-``behaviour_store``      ``RedisBehaviourStore`` on it
-``emission_rules``       ``ENGRAM_EMISSION_RULES_FILE`` (or the defaults)
-``behaviour``            ``BehaviourService`` on the store and the rules
-``database_url``         ``ENGRAM_DATABASE_URL`` with the credentials of the Secrets Manager
-                         secret ``ENGRAM_DATABASE_SECRET_ARN`` when set; without a URL the
-                         embedded PostgreSQL under ``ENGRAM_DATA_DIR`` (migrated on first use)
-``database``             ``engram.adapters.postgres.pool.Database`` (lazy pool); with the
-                         secret every new connection takes the cached secret's credentials,
-                         and a refused login reads it again (``DatabaseLogin``)
-``memory_store``         ``PostgresMemoryStore`` (memories, personas, team settings)
-``embedder``             WordLlama (offline) when ``ENGRAM_EMBEDDER=local``, Bedrock Titan
-                         when ``bedrock``, else none
-``cursors``              ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
-                         secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the key file
-                         ``<ENGRAM_DATA_DIR>/keys/cursor-key`` (local only)
-``memories``             ``MemoryService`` on the store, the embedder and the cursors
 ``sqs``                  a boto3 SQS client
 ``ingest_queue``         ``SqsSender`` on ``ENGRAM_INGEST_QUEUE_URL`` (``None`` when unset)
 ``extraction_queue``     ``SqsSender`` on ``ENGRAM_EXTRACTION_QUEUE_URL`` (``None`` when unset)
 ``transcript_queue``     the same queue as the maintenance job pulls it: ``SqsTranscriptQueue``
                          (dead letters to ``ENGRAM_EXTRACTION_DLQ_URL``; ``None`` when unset)
 ``extractor``            ``build_extractor(settings)`` (rules, or Bedrock Converse)
-``erasure_log``          ``PostgresErasureLog`` (who was erased when; read by maintenance)
-``maintenance_state``    ``RedisMaintenanceState`` (the job's cursors)
-``maintenance_lease``    ``RedisMaintenanceLease`` (one maintenance run at a time)
-``ingest_limiter``       ``RateLimiter``: ``ENGRAM_OBSERVATIONS_PER_MINUTE`` per identity
-``ingest_keys``          ``RedisIdempotencyKeys`` on the same Redis (``Idempotency-Key``)
 ``ingest``               ``IngestService`` (the ingest function)
 ``sessions``             ``SessionService`` (the session function)
 ``me``                   ``MeService``: export and erasure across both stores
 ``facts``                ``FactsService``: the caller's facts (the memories function)
 ``memory_use_cases``     ``MemoryUseCases``: memories, tools, review, personas, team
                          settings (the memories function)
-``outbox``               ``PostgresOutbox`` (the relay's side of the event outbox)
 ``event_bus``            ``EventBridgeBus`` on ``ENGRAM_EVENT_BUS_NAME``, else ``JsonlBus`` on
                          ``ENGRAM_EVENTS_FILE`` (default ``<ENGRAM_DATA_DIR>/events.jsonl``)
                          and ``ENGRAM_EVENTS_WEBHOOK_URL``
 ``events_relay``         ``OutboxRelay`` of the outbox to the bus (the events function)
-``insights``             ``InsightsService`` on ``PostgresInsights`` (``ENGRAM_INSIGHTS_MIN_USERS``)
 ``cache_rotation``       ``CacheSecretRotation`` of ``ENGRAM_REDIS_SECRET_ARN`` on the
                          ElastiCache user ``ENGRAM_REDIS_USER_ID`` (the cache rotation function)
 =======================  ===============================================================
@@ -61,261 +39,31 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from engram.clock import Clock, SystemClock
-from engram.settings import Settings, get_settings
+from engram.bootstrap.postgres_parts import PostgresParts
+from engram.bootstrap.redis_parts import RedisParts
 
 if TYPE_CHECKING:
     from engram.adapters.cache_rotation import CacheSecretRotation
-    from engram.adapters.postgres.pool import Database
-    from engram.adapters.postgres.store import PostgresMemoryStore
-    from engram.adapters.redis_behaviour import RedisBehaviourStore
-    from engram.adapters.secrets import SecretsClient
-    from engram.behaviour.emission import EmissionRules
-    from engram.behaviour.service import BehaviourService
-    from engram.events.ports import EventBus, Outbox
+    from engram.events.ports import EventBus
     from engram.events.relay import OutboxRelay
     from engram.extraction.ports import Extractor
-    from engram.insights.service import InsightsService
-    from engram.maintenance.ports import (
-        ErasureLog,
-        MaintenanceLease,
-        MaintenanceStateStore,
-        TranscriptQueue,
-    )
-    from engram.memories.cursors import CursorSigner
-    from engram.memories.ports import Embedder
-    from engram.memories.service import MemoryService
-    from engram.ratelimit import RateLimiter
+    from engram.maintenance.ports import TranscriptQueue
     from engram.use_cases.facts import FactsService
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
     from engram.use_cases.memories import MemoryUseCases
-    from engram.use_cases.ports import IdempotencyKeys, MessageQueue
+    from engram.use_cases.ports import MessageQueue
     from engram.use_cases.session import SessionService
 
 _log = logging.getLogger("engram.bootstrap")
-T = TypeVar("T")
 
 
-class Container:
+class Container(RedisParts, PostgresParts):
     """Lazily built parts of one process. Every keyword of ``parts`` is a part (a property
     of this class) given instead of built; ``None`` is a value (say, no ingest queue)."""
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        clock: Clock | None = None,
-        secrets: SecretsClient | None = None,
-        migrate: bool | None = None,
-        **parts: Any,
-    ) -> None:
-        """``secrets``: the Secrets Manager client the credentials are read with;
-        ``migrate=False``: the embedded database is used as it is (the caller migrated it)."""
-        unknown = sorted(name for name in parts if not isinstance(_PARTS.get(name), property))
-        if unknown:
-            raise TypeError(f"not parts of a Container: {', '.join(unknown)}")
-        self.settings = settings or get_settings()
-        self.clock: Clock = clock or SystemClock()
-        self._lock = threading.RLock()
-        self._parts: dict[str, Any] = dict(parts)
-        self._given = frozenset(parts)
-        self._secrets = secrets
-        self._migrate = migrate
-
-    def _part(self, name: str, factory: Callable[[], T]) -> T:
-        if name in self._parts:
-            value: T = self._parts[name]
-            return value
-        with self._lock:
-            if name not in self._parts:
-                self._parts[name] = factory()
-            built: T = self._parts[name]
-            return built
-
-    def built(self, name: str) -> bool:
-        """Whether ``name`` was built (or given) — tests use it to prove laziness."""
-        return name in self._parts
-
-    def _secret_client(self) -> SecretsClient:
-        from engram.adapters.secrets import secrets_client
-
-        return self._secrets or secrets_client(self.settings.aws_region)
-
-    # --- Redis and behavioural memory ---------------------------------------------------
-    @property
-    def redis(self) -> Any:
-        def make() -> Any:
-            from engram.adapters.embedded import redis_client
-
-            return redis_client(self.settings, secrets=self._secrets)
-
-        return self._part("redis", make)
-
-    @property
-    def behaviour_store(self) -> RedisBehaviourStore:
-        def make() -> RedisBehaviourStore:
-            from engram.adapters.redis_behaviour import RedisBehaviourStore
-
-            s = self.settings
-            return RedisBehaviourStore(
-                self.redis,
-                prefix=s.redis_key_prefix,
-                ttl_days=s.identity_ttl_days,
-                clock=self.clock,
-            )
-
-        return self._part("behaviour_store", make)
-
-    @property
-    def emission_rules(self) -> EmissionRules:
-        def make() -> EmissionRules:
-            from engram.behaviour.emission import EmissionRules
-
-            return EmissionRules.from_file(self.settings.emission_rules_file)
-
-        return self._part("emission_rules", make)
-
-    @property
-    def behaviour(self) -> BehaviourService:
-        def make() -> BehaviourService:
-            from engram.behaviour.decay import decay_from_name
-            from engram.behaviour.service import BehaviourService
-
-            s = self.settings
-            return BehaviourService(
-                self.behaviour_store,
-                decay=decay_from_name(s.decay),
-                clock=self.clock,
-                token_budget=s.prompt_token_budget,
-                rules=self.emission_rules,
-                observation_retention_days=s.observation_retention_days,
-            )
-
-        return self._part("behaviour", make)
-
-    @property
-    def erasure_log(self) -> ErasureLog:
-        def make() -> ErasureLog:
-            from engram.adapters.postgres.erasures import PostgresErasureLog
-
-            return PostgresErasureLog(self.database, clock=self.clock)
-
-        return self._part("erasure_log", make)
-
-    # --- PostgreSQL and explicit memories -----------------------------------------------
-    @property
-    def database_url(self) -> str:
-        def make() -> str:
-            s = self.settings
-            if s.database_url:
-                if not s.database_secret_arn:
-                    return s.database_url
-                from engram.adapters.secrets import database_url_from_secret
-
-                return database_url_from_secret(
-                    s.database_url, s.database_secret_arn, self._secret_client()
-                )
-            from engram.adapters.embedded import database_url
-
-            url = database_url(s)
-            if self._migrate is not False:
-                from engram.adapters.postgres.migrate import apply_migrations
-
-                apply_migrations(url, embedding_dimensions=s.embedding_dimensions)
-            return url
-
-        return self._part("database_url", make)
-
-    @property
-    def database(self) -> Database:
-        def make() -> Database:
-            from engram.adapters.postgres.pool import Database
-
-            s = self.settings
-            if "database_url" in self._given or not (s.database_url and s.database_secret_arn):
-                return Database.from_settings(s, self.database_url)
-            from engram.adapters.secrets import DatabaseLogin, Secret
-
-            secret = Secret(
-                s.database_secret_arn, self._secret_client(), max_age_s=s.secret_max_age_s
-            )
-            login = DatabaseLogin(s.database_url, secret)
-            return Database.from_settings(s, login.conninfo, refreshed=login.refreshed)
-
-        return self._part("database", make)
-
-    @property
-    def memory_store(self) -> PostgresMemoryStore:
-        """The PostgreSQL ``MemoryStore`` + ``PersonaStore`` under ``memories`` (also what
-        the maintenance job's retention and erasure backstop run on)."""
-
-        def make() -> PostgresMemoryStore:
-            from engram.adapters.postgres.store import PostgresMemoryStore
-
-            return PostgresMemoryStore(self.database, self.clock)
-
-        return self._part("memory_store", make)
-
-    @property
-    def embedder(self) -> Embedder | None:
-        def make() -> Embedder | None:
-            if self.settings.embedder == "local":
-                from engram.adapters.local_embedder import WordLlamaEmbedder
-
-                return WordLlamaEmbedder()
-            if self.settings.embedder != "bedrock":
-                return None
-            from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
-
-            return BedrockTitanEmbedder.from_settings(self.settings)
-
-        return self._part("embedder", make)
-
-    @property
-    def cursors(self) -> CursorSigner:
-        """Review cursors signed with the deployment's key, so every process accepts the
-        cursors of the others."""
-
-        def make() -> CursorSigner:
-            from engram.memories.cursors import CursorSigner
-
-            s = self.settings
-            if s.cursor_key is not None:
-                key = s.cursor_key.get_secret_value().encode("utf-8")
-            elif s.cursor_key_secret_arn:
-                from engram.adapters.secrets import secret_string
-
-                key = secret_string(s.cursor_key_secret_arn, self._secret_client()).encode()
-            else:
-                from engram.adapters.keyfiles import cursor_key
-
-                key = cursor_key(s.data_dir)
-            return CursorSigner(key)
-
-        return self._part("cursors", make)
-
-    @property
-    def memories(self) -> MemoryService:
-        def make() -> MemoryService:
-            from engram.memories.service import MemoryService
-
-            store = self.memory_store
-            return MemoryService(
-                store,
-                store,
-                embedder=self.embedder,
-                settings=self.settings,
-                clock=self.clock,
-                cursors=self.cursors,
-            )
-
-        return self._part("memories", make)
-
-    # --- queues -------------------------------------------------------------------------
     @property
     def sqs(self) -> Any:
         def make() -> Any:
@@ -365,59 +113,6 @@ class Container:
 
         return self._part("extractor", make)
 
-    # --- maintenance --------------------------------------------------------------------
-    @property
-    def maintenance_state(self) -> MaintenanceStateStore:
-        def make() -> MaintenanceStateStore:
-            from engram.adapters.maintenance_state import RedisMaintenanceState
-
-            return RedisMaintenanceState(self.redis, prefix=self.settings.redis_key_prefix)
-
-        return self._part("maintenance_state", make)
-
-    @property
-    def maintenance_lease(self) -> MaintenanceLease:
-        """The lease that serialises maintenance runs, on the container's Redis."""
-
-        def make() -> MaintenanceLease:
-            from engram.adapters.maintenance_lease import RedisMaintenanceLease
-
-            return RedisMaintenanceLease(self.redis, prefix=self.settings.redis_key_prefix)
-
-        return self._part("maintenance_lease", make)
-
-    # --- ingest -------------------------------------------------------------------------
-    @property
-    def ingest_limiter(self) -> RateLimiter:
-        """``Settings.observations_per_minute`` per identity, on Redis (fails open)."""
-
-        def make() -> RateLimiter:
-            from engram.adapters.redis_ratelimit import RedisRateLimitStore
-            from engram.ratelimit import RateLimiter
-
-            store = RedisRateLimitStore(self.redis, prefix=self.settings.redis_key_prefix)
-            return RateLimiter(
-                store,
-                limit=self.settings.observations_per_minute,
-                window_s=60,
-                name="observations",
-                clock=self.clock,
-            )
-
-        return self._part("ingest_limiter", make)
-
-    @property
-    def ingest_keys(self) -> IdempotencyKeys:
-        """``Idempotency-Key`` claims on Redis (ingest fails open when it cannot answer)."""
-
-        def make() -> IdempotencyKeys:
-            from engram.adapters.idempotency_keys import RedisIdempotencyKeys
-
-            return RedisIdempotencyKeys(self.redis, prefix=self.settings.redis_key_prefix)
-
-        return self._part("ingest_keys", make)
-
-    # --- application services -----------------------------------------------------------
     @property
     def ingest(self) -> IngestService:
         def make() -> IngestService:
@@ -464,16 +159,6 @@ class Container:
             return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
 
         return self._part("me", make)
-
-    # --- domain events ------------------------------------------------------------------
-    @property
-    def outbox(self) -> Outbox:
-        def make() -> Outbox:
-            from engram.adapters.postgres.outbox import PostgresOutbox
-
-            return PostgresOutbox(self.database)
-
-        return self._part("outbox", make)
 
     @property
     def event_bus(self) -> EventBus:
@@ -524,18 +209,6 @@ class Container:
         return self._part("memory_use_cases", make)
 
     @property
-    def insights(self) -> InsightsService:
-        def make() -> InsightsService:
-            from engram.adapters.postgres.insights import PostgresInsights
-            from engram.insights.service import InsightsService
-
-            return InsightsService(
-                PostgresInsights(self.database), min_users=self.settings.insights_min_users
-            )
-
-        return self._part("insights", make)
-
-    @property
     def cache_rotation(self) -> CacheSecretRotation:
         def make() -> CacheSecretRotation:
             from engram.adapters.cache_rotation import rotation_from_settings
@@ -543,15 +216,6 @@ class Container:
             return rotation_from_settings(self.settings, secrets=self._secrets)
 
         return self._part("cache_rotation", make)
-
-    # --- health -------------------------------------------------------------------------
-    def ping_redis(self) -> bool:
-        return bool(self.redis.ping())
-
-    def ping_postgres(self) -> bool:
-        with self.database.pool.connection(timeout=1.0) as conn:
-            conn.execute("SELECT 1")
-        return True
 
     def close(self) -> None:
         """Stop worker threads and close pools (local shutdown, tests)."""
@@ -568,7 +232,6 @@ class Container:
             db.close()
 
 
-_PARTS = vars(Container)
 _container: Container | None = None
 _container_lock = threading.Lock()
 

@@ -1,0 +1,65 @@
+"""``Parts``: what every part of a ``Container`` is built with — the settings, the clock, the
+Secrets Manager client — and the rule that each part is built once, on first use, unless it
+was given."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engram.clock import Clock, SystemClock
+from engram.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from engram.adapters.secrets import SecretsClient
+
+T = TypeVar("T")
+
+
+class Parts:
+    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a property
+    of this class) given instead of built; ``None`` is a value (say, no ingest queue)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        clock: Clock | None = None,
+        secrets: SecretsClient | None = None,
+        migrate: bool | None = None,
+        **parts: Any,
+    ) -> None:
+        """``secrets``: the Secrets Manager client the credentials are read with;
+        ``migrate=False``: the embedded database is used as it is (the caller migrated it)."""
+        unknown = sorted(
+            name for name in parts if not isinstance(getattr(type(self), name, None), property)
+        )
+        if unknown:
+            raise TypeError(f"not parts of a Container: {', '.join(unknown)}")
+        self.settings = settings or get_settings()
+        self.clock: Clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self._parts: dict[str, Any] = dict(parts)
+        self._given = frozenset(parts)
+        self._secrets = secrets
+        self._migrate = migrate
+
+    def _part(self, name: str, factory: Callable[[], T]) -> T:
+        if name in self._parts:
+            value: T = self._parts[name]
+            return value
+        with self._lock:
+            if name not in self._parts:
+                self._parts[name] = factory()
+            built: T = self._parts[name]
+            return built
+
+    def built(self, name: str) -> bool:
+        """Whether ``name`` was built (or given) — tests use it to prove laziness."""
+        return name in self._parts
+
+    def _secret_client(self) -> SecretsClient:
+        from engram.adapters.secrets import secrets_client
+
+        return self._secrets or secrets_client(self.settings.aws_region)
