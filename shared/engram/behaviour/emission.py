@@ -201,68 +201,89 @@ def observations_from_events(
     out: list[Observation] = []
     for ref, event in enumerate(events):
         if isinstance(event, QueryEvent):
-            query = event.text[:MAX_QUERY_CHARS]
-            for domain in rules.domains_of(event.text):
-                out.append(
-                    _obs(
-                        ids,
-                        (ref, "q", domain),
-                        type=ObservationType.QUERY_PATTERN,
-                        content=f"Asked about {domain}",
-                        metadata={"domain": domain, "query": query},
-                        created_at=now_ms,
-                    )
-                )
-            continue
-        if event.tool_name in meta:
-            continue
-        tool = event.tool_name
-        if event.ok:
-            out.append(
-                _obs(
-                    ids,
-                    (ref, "ok"),
-                    type=ObservationType.TOOL_SUCCESS,
-                    content=f"Tool {clean_text(tool, max_len=limits.MAX_NAME_CHARS)} succeeded",
-                    metadata={"toolName": tool, "durationMs": event.duration_ms},
-                    created_at=now_ms,
-                )
-            )
-            for rule in rules.rules_for(tool):
-                for entity_id, name in extract_entities(rule, event.result):
-                    metadata: dict[str, Any] = {
-                        "entityType": rule.entity_type,
-                        "entityId": entity_id,
-                    }
-                    if name is not None:
-                        metadata["entityName"] = name
-                    label = clean_text(name or entity_id, max_len=limits.MAX_ID_CHARS)
-                    try:
-                        entity = _obs(
-                            ids,
-                            (ref, "e", rule.entity_type, entity_id),
-                            type=ObservationType.ENTITY_ACCESS,
-                            content=f"Accessed {rule.entity_type} {label}"[:MAX_CONTENT_CHARS],
-                            metadata=metadata,
-                            created_at=now_ms,
-                        )
-                    except ValidationError:
-                        # a tool result is not client input: an entity whose id or name
-                        # breaks the name rule (engram.fields) or is too long is skipped,
-                        # and the rest of the batch (tool_success included) still counts
-                        log.info("skipped an invalid %s entity from %s", rule.entity_type, tool)
-                        continue
-                    out.append(entity)
-        else:
-            error = event.error or "error"
-            out.append(
-                _obs(
-                    ids,
-                    (ref, "fail"),
-                    type=ObservationType.TOOL_FAILURE,
-                    content=f"Tool {clean_text(tool, max_len=limits.MAX_NAME_CHARS)} failed",
-                    metadata={"toolName": tool, "durationMs": event.duration_ms, "error": error},
-                    created_at=now_ms,
-                )
-            )
+            out += _query_observations(ids, ref, event, rules, now_ms)
+        elif event.tool_name not in meta:
+            out += _tool_observations(ids, ref, event, rules, now_ms)
     return out
+
+
+def _query_observations(
+    ids: _Ids, ref: int, event: QueryEvent, rules: EmissionRules, now_ms: int
+) -> list[Observation]:
+    """One ``query_pattern`` per domain the query's text mentions."""
+    query = event.text[:MAX_QUERY_CHARS]
+    return [
+        _obs(
+            ids,
+            (ref, "q", domain),
+            type=ObservationType.QUERY_PATTERN,
+            content=f"Asked about {domain}",
+            metadata={"domain": domain, "query": query},
+            created_at=now_ms,
+        )
+        for domain in rules.domains_of(event.text)
+    ]
+
+
+def _tool_observations(
+    ids: _Ids, ref: int, event: ToolEvent, rules: EmissionRules, now_ms: int
+) -> list[Observation]:
+    """A ``tool_success`` and the entities its result names, or a ``tool_failure``."""
+    tool = event.tool_name
+    shown = clean_text(tool, max_len=limits.MAX_NAME_CHARS)
+    if not event.ok:
+        return [
+            _obs(
+                ids,
+                (ref, "fail"),
+                type=ObservationType.TOOL_FAILURE,
+                content=f"Tool {shown} failed",
+                metadata={
+                    "toolName": tool,
+                    "durationMs": event.duration_ms,
+                    "error": event.error or "error",
+                },
+                created_at=now_ms,
+            )
+        ]
+    out = [
+        _obs(
+            ids,
+            (ref, "ok"),
+            type=ObservationType.TOOL_SUCCESS,
+            content=f"Tool {shown} succeeded",
+            metadata={"toolName": tool, "durationMs": event.duration_ms},
+            created_at=now_ms,
+        )
+    ]
+    for rule in rules.rules_for(tool):
+        for entity_id, name in extract_entities(rule, event.result):
+            entity = _entity(ids, ref, rule, entity_id, name, now_ms)
+            if entity is None:
+                log.info("skipped an invalid %s entity from %s", rule.entity_type, tool)
+            else:
+                out.append(entity)
+    return out
+
+
+def _entity(  # noqa: PLR0917 - the parts of one observation
+    ids: _Ids, ref: int, rule: EntityRule, entity_id: str, name: str | None, now_ms: int
+) -> Observation | None:
+    """An ``entity_access``, or None when the entity's id or name breaks the name rule
+    (``engram.fields``) or is too long: a tool result is not client input, so the entity is
+    skipped and the rest of the batch (its ``tool_success`` included) still counts."""
+    metadata: dict[str, Any] = {"entityType": rule.entity_type, "entityId": entity_id}
+    if name is not None:
+        metadata["entityName"] = name
+    label = clean_text(name or entity_id, max_len=limits.MAX_ID_CHARS)
+    try:
+        return _obs(
+            ids,
+            (ref, "e", rule.entity_type, entity_id),
+            type=ObservationType.ENTITY_ACCESS,
+            content=f"Accessed {rule.entity_type} {label}"[:MAX_CONTENT_CHARS],
+            metadata=metadata,
+            created_at=now_ms,
+        )
+    except ValidationError:
+        return None
