@@ -167,7 +167,9 @@ def _operation_id(route: RouteSpec) -> str:
     return route.method.lower() + "".join(p[:1].upper() + p[1:] for p in parts)
 
 
-def openapi_document() -> dict[str, Any]:
+def _model_schemas() -> tuple[dict[Any, Any], dict[str, Any]]:
+    """The JSON Schema of every model the API reads (``validation``) or writes
+    (``serialization``): the ref of each model and the definitions."""
     models: list[tuple[type[BaseModel], Any]] = [(ErrorBody, "serialization")]
     models += [(m, "validation") for m in TOOL_ARGUMENTS.values()]
     models += [(m, "validation") for m in CALL_MODELS.values()]
@@ -180,46 +182,58 @@ def openapi_document() -> dict[str, Any]:
     seen: set[tuple[type[BaseModel], str]] = set()
     unique = [m for m in models if not (m in seen or seen.add(m))]  # type: ignore[func-returns-value]
     keys, defs = models_json_schema(unique, by_alias=True, ref_template=REF)
+    return dict(keys), defs
 
+
+def _responses(route: RouteSpec, keys: dict[Any, Any]) -> dict[str, Any]:
+    """Success (and ``200`` for an update of what a ``201`` creates), then every error."""
+    ok: dict[str, Any] = {"description": "success"}
+    if route.etag:
+        ok["headers"] = _ETAG_HEADER
+    if route.response is not None:
+        ok["content"] = {"application/json": {"schema": keys[(route.response, "serialization")]}}
+    responses: dict[str, Any] = {str(route.status): ok}
+    if route.status == 201:
+        responses["200"] = {**ok, "description": "updated"}
+    error_ref = keys[(ErrorBody, "serialization")]
+    errors = {**_ERRORS, "412": _PRECONDITION_FAILED} if route.if_match else _ERRORS
+    for status, text in sorted(errors.items()):
+        if status == "401" and not route.auth:
+            continue
+        responses[status] = {
+            "description": text,
+            "content": {"application/json": {"schema": error_ref}},
+        }
+    return responses
+
+
+def _operation(route: RouteSpec, keys: dict[Any, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = {"operationId": _operation_id(route), "summary": route.summary}
+    params = _path_parameters(route.path)
+    if route.query is not None:
+        params += _query_parameters(route.query)
+    if route.idempotency_key:
+        params.append(_IDEMPOTENCY_PARAMETER)
+    if route.if_match:
+        params.append(_IF_MATCH_PARAMETER)
+    if params:
+        op["parameters"] = params
+    if route.request is not None:
+        op["requestBody"] = {
+            "required": route.body_required,
+            "content": {"application/json": {"schema": keys[(route.request, "validation")]}},
+        }
+    op["responses"] = _responses(route, keys)
+    if route.auth:
+        op["security"] = [{"bearer": []}]
+    return op
+
+
+def openapi_document() -> dict[str, Any]:
+    keys, defs = _model_schemas()
     paths: dict[str, dict[str, Any]] = {}
     for route in ROUTES:
-        op: dict[str, Any] = {"operationId": _operation_id(route), "summary": route.summary}
-        params = _path_parameters(route.path)
-        if route.query is not None:
-            params += _query_parameters(route.query)
-        if route.idempotency_key:
-            params.append(_IDEMPOTENCY_PARAMETER)
-        if route.if_match:
-            params.append(_IF_MATCH_PARAMETER)
-        if params:
-            op["parameters"] = params
-        if route.request is not None:
-            op["requestBody"] = {
-                "required": route.body_required,
-                "content": {"application/json": {"schema": keys[(route.request, "validation")]}},
-            }
-        ok: dict[str, Any] = {"description": "success"}
-        if route.etag:
-            ok["headers"] = _ETAG_HEADER
-        if route.response is not None:
-            ok["content"] = {
-                "application/json": {"schema": keys[(route.response, "serialization")]}
-            }
-        responses: dict[str, Any] = {str(route.status): ok}
-        if route.status == 201:
-            responses["200"] = {**ok, "description": "updated"}
-        error_ref = keys[(ErrorBody, "serialization")]
-        errors = {**_ERRORS, "412": _PRECONDITION_FAILED} if route.if_match else _ERRORS
-        for status, text in sorted(errors.items()):
-            if status == "401" and not route.auth:
-                continue
-            responses[status] = {
-                "description": text,
-                "content": {"application/json": {"schema": error_ref}},
-            }
-        op["responses"] = responses
-        if route.auth:
-            op["security"] = [{"bearer": []}]
+        op = _operation(route, keys)
         if route.path == TOOL_ROUTE:  # other names are 404: no such tool
             for path, tool_op in _tool_operations(op, keys).items():
                 paths.setdefault(path, {})[route.method.lower()] = tool_op
