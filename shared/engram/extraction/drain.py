@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -235,41 +235,51 @@ def _process_one(
         outcome.input_tokens += result.usage.input_tokens
         outcome.output_tokens += result.usage.output_tokens
 
-    created = refreshed = dropped = 0
+    counts = {"created": 0, "refreshed": 0, "dropped": 0}
     try:
         # The erasure may have happened while the model was thinking: ask again.
         if result.proposals and sink.is_erased(job.team_id, job.user_id, job.queued_at):
             return JobOutcome(item.message_id, job.job_id, "done", "erased")
-        for proposed in result.proposals:
-            scope = effective_scope(proposed, job, persona_scope=config.persona_scope)
-            if scope is None:
-                dropped += 1
-                continue
-            proposal = proposed
-            if scope is not proposed.scope:
-                proposal = proposed.model_copy(update={"scope": scope})
-            try:
-                verdict = sink.propose(job, proposal)
-            except (MemoryDisabled, InvalidInput):
-                verdict = "dropped"
-            if verdict == "created":
-                created += 1
-            elif verdict == "refreshed":
-                refreshed += 1
-            else:
-                dropped += 1
+        _propose_all(job, result.proposals, sink, persona_scope=config.persona_scope, counts=counts)
     except Exception as exc:  # e.g. Unavailable: retry the job
         failed = _failed(item, job.job_id, f"store failed: {type(exc).__name__}", max_receives)
-        return JobOutcome(
-            failed.message_id,
-            failed.job_id,
-            failed.disposition,
-            failed.reason,
-            created,
-            refreshed,
-            dropped,
-        )
-    return JobOutcome(item.message_id, job.job_id, "done", None, created, refreshed, dropped)
+        return _counted(failed, counts)
+    return _counted(JobOutcome(item.message_id, job.job_id, "done"), counts)
+
+
+def _counted(outcome: JobOutcome, counts: dict[str, int]) -> JobOutcome:
+    return replace(
+        outcome,
+        created=counts["created"],
+        refreshed=counts["refreshed"],
+        dropped=counts["dropped"],
+    )
+
+
+def _propose_all(
+    job: TranscriptJob,
+    proposals: Iterable[Proposal],
+    sink: ProposalSink,
+    *,
+    persona_scope: bool,
+    counts: dict[str, int],
+) -> None:
+    """Give the sink each proposal, in the scope the job allows (none: dropped), and count
+    what the sink did in ``counts``; a proposal the sink refuses (memory off, bad input) is
+    dropped, anything else it raises stops the loop with ``counts`` as far as it got."""
+    for proposed in proposals:
+        scope = effective_scope(proposed, job, persona_scope=persona_scope)
+        if scope is None:
+            counts["dropped"] += 1
+            continue
+        proposal = proposed
+        if scope is not proposed.scope:
+            proposal = proposed.model_copy(update={"scope": scope})
+        try:
+            verdict = sink.propose(job, proposal)
+        except (MemoryDisabled, InvalidInput):
+            verdict = "dropped"
+        counts[verdict if verdict in ("created", "refreshed") else "dropped"] += 1
 
 
 def _job_id(body: str | TranscriptJob) -> str | None:
