@@ -59,6 +59,8 @@ from engram.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from engram.api.routes import HttpFunction
     from engram.bootstrap import Container
@@ -155,7 +157,7 @@ def respond(
 
 def http_app() -> APIGatewayHttpResolver:
     """A new ``APIGatewayHttpResolver`` (no resolver-side validation) whose errors are the
-    the one error body and whose per-request state is per thread."""
+    one error body and whose per-request state is per thread."""
 
     app = _thread_safe_resolver_class()()
     register_error_handlers(app)
@@ -197,49 +199,54 @@ def _thread_safe_resolver_class() -> type[APIGatewayHttpResolver]:
         return _resolver_class
 
 
+class _PerThreadState:
+    """The request state of a Powertools resolver — ``current_event``, ``lambda_context`` and
+    ``context`` (route, route arguments) — held per calling thread, so one resolver serves
+    concurrent requests (``engram serve`` calls a handler from many threads)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._per_thread = threading.local()
+        self._build_lock = threading.Lock()
+        super().__init__(**kwargs)
+
+    @property
+    def current_event(self) -> APIGatewayProxyEventV2:
+        event: APIGatewayProxyEventV2 = self._per_thread.event
+        return event
+
+    @current_event.setter
+    def current_event(self, value: APIGatewayProxyEventV2) -> None:
+        self._per_thread.event = value
+
+    @property
+    def lambda_context(self) -> LambdaContext:
+        context: LambdaContext = self._per_thread.lambda_context
+        return context
+
+    @lambda_context.setter
+    def lambda_context(self, value: LambdaContext) -> None:
+        self._per_thread.lambda_context = value
+
+    @property
+    def context(self) -> dict[str, Any]:
+        found: dict[str, Any] | None = getattr(self._per_thread, "context", None)
+        if found is None:
+            found = self._per_thread.context = {}
+        return found
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._per_thread.context = value
+
+
 def _build_resolver_class() -> type[APIGatewayHttpResolver]:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
     from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    class ThreadSafeHttpResolver(APIGatewayHttpResolver):
-        """``APIGatewayHttpResolver`` whose ``current_event``, ``lambda_context`` and
-        ``context`` (route, route arguments) belong to the calling thread."""
-
-        def __init__(self, **kwargs: Any) -> None:
-            self._per_thread = threading.local()
-            self._build_lock = threading.Lock()
-            super().__init__(**kwargs)
-
-        @property  # type: ignore[override]
-        def current_event(self) -> APIGatewayProxyEventV2:
-            event: APIGatewayProxyEventV2 = self._per_thread.event
-            return event
-
-        @current_event.setter
-        def current_event(self, value: APIGatewayProxyEventV2) -> None:
-            self._per_thread.event = value
-
-        @property
-        def lambda_context(self) -> LambdaContext:
-            context: LambdaContext = self._per_thread.lambda_context
-            return context
-
-        @lambda_context.setter
-        def lambda_context(self, value: LambdaContext) -> None:
-            self._per_thread.lambda_context = value
-
-        @property
-        def context(self) -> dict[str, Any]:
-            found: dict[str, Any] | None = getattr(self._per_thread, "context", None)
-            if found is None:
-                found = self._per_thread.context = {}
-            return found
-
-        @context.setter
-        def context(self, value: dict[str, Any]) -> None:
-            self._per_thread.context = value
+    # the per-thread properties stand in for the base's plain ``current_event`` attribute
+    class ThreadSafeHttpResolver(_PerThreadState, APIGatewayHttpResolver):  # type: ignore[misc]
+        """``APIGatewayHttpResolver`` whose request state belongs to the calling thread."""
 
         def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
             # the stock resolve() sets the event on the BaseRouter class; reads go to ours
