@@ -27,6 +27,7 @@ from engram.maintenance.models import DAILY, FREQUENT
 if TYPE_CHECKING:
     from engram.bootstrap import Container
     from engram.maintenance.job import MaintenanceJob
+    from engram.maintenance.lease import LeaseState
     from engram.maintenance.models import MaintenanceReport
     from engram.maintenance.ports import MaintenanceLease
 
@@ -81,24 +82,38 @@ def run(
     schedule = outcome.schedule
     metrics().add_dimension(name="Schedule", value=schedule)
     if outcome.result is None:
-        add_metric("SkippedLeaseHeld", 1)
-        logger().info(
-            "maintenance run skipped: another run holds the lease", extra={"schedule": schedule}
-        )
-        return {
-            "skipped": True,
-            "reason": "another maintenance run holds the lease",
-            "schedule": schedule,
-        }
+        return _skipped(schedule)
     report = outcome.result
     for name, value in sorted(report.metrics().items()):
         add_metric(name, value)
+    _log_report(report, schedule=schedule, requested=requested, lease=outcome.lease)
     body: dict[str, Any] = report.model_dump(mode="json", by_alias=True)
-    log = logger()
+    return body
+
+
+def _skipped(schedule: str) -> dict[str, Any]:
+    """The answer of a run that found the lease taken (its schedule is recorded for the
+    holder)."""
+    add_metric("SkippedLeaseHeld", 1)
+    logger().info(
+        "maintenance run skipped: another run holds the lease", extra={"schedule": schedule}
+    )
+    return {
+        "skipped": True,
+        "reason": "another maintenance run holds the lease",
+        "schedule": schedule,
+    }
+
+
+def _log_report(
+    report: MaintenanceReport, *, schedule: str, requested: str, lease: LeaseState
+) -> None:
+    """One log line per run: the counts and errors of every task that ran (a warning when any
+    task failed)."""
     summary = {
         "schedule": schedule,
         "requestedSchedule": requested,
-        "lease": outcome.lease,
+        "lease": lease,
         "cutOff": report.cut_off,
         "errors": report.errors,
         "tasks": {
@@ -108,10 +123,9 @@ def run(
         },
     }
     if report.errors:
-        log.warning("maintenance run finished with errors", extra=summary)
+        logger().warning("maintenance run finished with errors", extra=summary)
     else:
-        log.info("maintenance run finished", extra=summary)
-    return body
+        logger().info("maintenance run finished", extra=summary)
 
 
 @instrument(correlation_id_path=EVENT_ID)
