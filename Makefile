@@ -7,7 +7,7 @@ export CDK_DISABLE_CLI_TELEMETRY ?= true
 STAGE ?= dev
 UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 
-.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e test-typescript lint format typecheck bench eval synth diff deploy clean
+.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e test-typescript test-console lint format typecheck bench eval synth diff deploy clean
 
 setup: ## install uv (if missing) and every locked dependency
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -19,12 +19,19 @@ run: setup ## the whole service locally on embedded defaults
 test: setup lint typecheck ## every tier that needs no AWS account
 	$(UV) run pytest tests
 	$(MAKE) --no-print-directory test-typescript
+	$(MAKE) --no-print-directory test-console
 
 # The TypeScript client: locked packages (npm ci), then its type check and tests against a
 # real `engram serve` it starts itself. Needs Node 20.19 or later.
 test-typescript: setup
 	cd clients/typescript && npm ci --no-audit --no-fund --prefer-offline
 	cd clients/typescript && ENGRAM_CMD="$(UV) run engram" npm test
+
+# The memory console (console/): locked packages, its type check, unit tests (PKCE, tokens,
+# errors) and both builds, checking that the AWS build has no dev sign-in.
+test-console:
+	cd console && npm ci --no-audit --no-fund --prefer-offline
+	cd console && npm test
 
 test-unit: setup
 	$(UV) run pytest tests/unit
