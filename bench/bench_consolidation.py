@@ -157,12 +157,12 @@ def pct(values: list[float], q: float) -> float:
 def floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: str) -> float:
     """The reads of ``read_round`` (state fields, pending aggregate, facts) in the same
     MULTI/EXEC pipeline, one round trip, replies left undecoded."""
-    state, _, _, _, _, facts, pending = store.keys(identity)
+    keys = store.keys(identity)
     started = time.perf_counter_ns()
     pipe = client.pipeline(transaction=True)
-    pipe.hmget(state, "cursor", "version", "seq", "pmaxts", "gen")
-    pipe.hgetall(pending)
-    pipe.hvals(facts)
+    pipe.hmget(keys.state, "cursor", "version", "seq", "pmaxts", "gen")
+    pipe.hgetall(keys.pending)
+    pipe.hvals(keys.facts)
     pipe.execute()
     return (time.perf_counter_ns() - started) / 1e6
 
@@ -172,16 +172,16 @@ def io_floor(
 ) -> float:
     """The same reads plus writing ``writes`` (the fact payloads a round writes, as stored) and
     the cursor, in one MULTI/EXEC round trip: the I/O a consolidation cannot avoid."""
-    state, _, _, _, _, facts, pending = store.keys(identity)
-    cursor = client.hget(state, "cursor") or b"0"
+    keys = store.keys(identity)
+    cursor = client.hget(keys.state, "cursor") or b"0"
     started = time.perf_counter_ns()
     pipe = client.pipeline(transaction=True)
-    pipe.hmget(state, "cursor", "version", "seq", "pmaxts", "gen")
-    pipe.hgetall(pending)
-    pipe.hvals(facts)
+    pipe.hmget(keys.state, "cursor", "version", "seq", "pmaxts", "gen")
+    pipe.hgetall(keys.pending)
+    pipe.hvals(keys.facts)
     if writes:
-        pipe.hset(facts, mapping=writes)  # type: ignore[arg-type]
-    pipe.hset(state, "cursor", cursor)
+        pipe.hset(keys.facts, mapping=writes)  # type: ignore[arg-type]
+    pipe.hset(keys.state, "cursor", cursor)
     pipe.execute()
     return (time.perf_counter_ns() - started) / 1e6
 
@@ -189,13 +189,13 @@ def io_floor(
 def naive_floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: str) -> float:
     """One pipelined read of the pending observations themselves plus the facts (the seed's
     design reads these: what a consolidation without the pending aggregate would cost)."""
-    state, obs, _, _, _, facts, _ = store.keys(identity)
-    cursor = int(client.hget(state, "cursor") or 0)
+    keys = store.keys(identity)
+    cursor = int(client.hget(keys.state, "cursor") or 0)
     started = time.perf_counter_ns()
     pipe = client.pipeline(transaction=False)
-    pipe.hmget(state, "cursor", "version")
-    pipe.zrangebyscore(obs, f"({cursor}", "+inf", withscores=True)
-    pipe.hvals(facts)
+    pipe.hmget(keys.state, "cursor", "version")
+    pipe.zrangebyscore(keys.obs, f"({cursor}", "+inf", withscores=True)
+    pipe.hvals(keys.facts)
     pipe.execute()
     return (time.perf_counter_ns() - started) / 1e6
 
@@ -287,7 +287,7 @@ def measure(client: redis.Redis, n: int) -> dict[str, Any]:
     for _ in range(ITERATIONS[n]):
         store.append(identity, batch(identity, n, clock.now_ms()))
         floor_ms.append(floor_read(client, store, identity))
-        stored: dict[bytes, bytes] = client.hgetall(store.keys(identity)[5])  # type: ignore[assignment]
+        stored: dict[bytes, bytes] = client.hgetall(store.keys(identity).facts)  # type: ignore[assignment]
         writes = {k: v for k, v in stored.items() if staged or k.decode() in touched}
         io_ms.append(io_floor(client, store, identity, writes))
         naive_ms.append(naive_floor_read(client, store, identity))

@@ -237,3 +237,16 @@ def test_no_deployed_asset_holds_the_local_dev_server(name: str, tmp_path: Path)
 def test_lambda_platform_is_arm64_cpython312() -> None:
     assert LAMBDA_PLATFORM.uv_platform == "aarch64-manylinux_2_28"
     assert LAMBDA_PLATFORM.python_version == "3.12"
+
+
+@pytest.mark.parametrize("name", [*LAMBDA_FUNCTIONS, "migrate"])
+def test_every_asset_carries_the_behaviour_store_lua(name: str, tmp_path: Path) -> None:
+    """The Redis behaviour store loads its scripts as package data (``lua/*.lua``): every
+    asset holds all of them, byte for byte."""
+    spec = migrate_function() if name == "migrate" else app_function(name)
+    copy_sources(spec, tmp_path)
+    lua = Path("engram") / "adapters" / "redis_behaviour" / "lua"
+    source = REPO_ROOT / "shared" / lua
+    expected = {p.name: p.read_bytes() for p in source.glob("*.lua")}
+    assert "log_functions.lua" in expected
+    assert {p.name: p.read_bytes() for p in (tmp_path / lua).glob("*.lua")} == expected

@@ -33,7 +33,7 @@ def run(store: RedisBehaviourStore, clock: FakeClock, decay: Any = None) -> list
 
 
 def stored_rows(client: redis.Redis, store: RedisBehaviourStore) -> dict[str, dict[str, Any]]:
-    rows = client.hgetall(store.keys(IDENTITY)[5])
+    rows = client.hgetall(store.keys(IDENTITY).facts)
     return {k.decode(): json.loads(v) for k, v in rows.items()}  # type: ignore[union-attr]
 
 
@@ -68,7 +68,7 @@ def test_staged_and_script_argument_commits_store_and_return_the_same_facts(
         assert [f.model_dump() for f in a] == [f.model_dump() for f in b]
         assert stored_rows(client, staged) == stored_rows(client, scripted)
         for store in (staged, scripted):  # head-only re-encoding writes what encode_fact does
-            for raw in client.hvals(store.keys(IDENTITY)[5]):  # type: ignore[union-attr]
+            for raw in client.hvals(store.keys(IDENTITY).facts):  # type: ignore[union-attr]
                 assert raw == encode_fact(Fact.model_validate_json(raw))
         assert client.exists(staged.stage_key(IDENTITY)) == 0  # never outlives the commit
         clock.advance(days=2)
@@ -171,7 +171,7 @@ def test_a_staged_commit_that_leaves_no_fact_deletes_the_fact_set(
         now_ms=clock.now_ms(),
     )
     assert store.get(IDENTITY) == []
-    assert client.exists(store.keys(IDENTITY)[5], store.stage_key(IDENTITY)) == 0
+    assert client.exists(store.keys(IDENTITY).facts, store.stage_key(IDENTITY)) == 0
 
 
 def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
@@ -195,7 +195,7 @@ def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
         update={"id": "fact:domain_preference:x", "subject": "domain_preference:x"}
     )
     client.hset(
-        store.keys(IDENTITY)[5],
+        store.keys(IDENTITY).facts,
         mapping={f.id: f.to_storage_json() for f in (old, untouched)},
     )
     assert {f.id: f for f in store.get(IDENTITY)} == {f.id: f for f in (old, untouched)}
@@ -209,7 +209,7 @@ def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
     assert facts[old.id].content == old.content
     assert facts[old.id].created_at == old.created_at
     assert facts[untouched.id] == untouched  # stored bytes kept as they were
-    raw = client.hget(store.keys(IDENTITY)[5], old.id)
+    raw = client.hget(store.keys(IDENTITY).facts, old.id)
     assert isinstance(raw, bytes)
     assert raw.startswith(b'{"confidence":')
     assert raw == encode_fact(facts[old.id])

@@ -1,0 +1,29 @@
+-- Append observations not seen before (by id); returns how many were new.
+-- KEYS: state obs obsid obsts obsgone facts pending
+-- ARGV: ttl_ms now_ms gen then (id, createdAt, member) triples; ``gen`` only sticks when the
+-- identity has none yet (a fresh identity, or one erased since).
+redis.call('HSETNX', KEYS[1], 'gen', ARGV[3])
+local st = redis.call('HMGET', KEYS[1], 'seq', 'pmaxts')
+local seq = tonumber(st[1] or '0')
+local pmaxts = tonumber(st[2] or '0')
+local added = 0
+for i = 4, #ARGV, 3 do
+  local id = ARGV[i]
+  if redis.call('HEXISTS', KEYS[3], id) == 0 then
+    seq = seq + 1
+    redis.call('HSET', KEYS[3], id, seq)
+    redis.call('ZADD', KEYS[2], seq, ARGV[i + 2])
+    redis.call('ZADD', KEYS[4], ARGV[i + 1], id)
+    local kind, key, label = header(ARGV[i + 2])
+    if kind then
+      redis.call('HINCRBY', KEYS[7], kind .. '\31' .. key, 1)
+      if kind == 'e' then redis.call('HSET', KEYS[7], 'l\31' .. key, label) end
+    end
+    local created = tonumber(ARGV[i + 1])
+    if created > pmaxts then pmaxts = created end
+    added = added + 1
+  end
+end
+redis.call('HSET', KEYS[1], 'seq', seq, 'active', ARGV[2], 'pmaxts', pmaxts)
+touch(ARGV[1])
+return added

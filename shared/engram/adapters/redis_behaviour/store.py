@@ -1,0 +1,395 @@
+"""Behavioural memory on Redis: cluster-safe keys, arrival-order cursor, fenced commits.
+
+Key layout (``P`` = ``Settings.redis_key_prefix``, every key of one identity shares the hash
+tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster mode):
+
+- ``P:state:{id}``   hash: ``seq`` (arrival counter), ``cursor`` (consolidated up to seq),
+  ``version`` (the commit fence: bumped by every fact mutation and by every prune or
+  checkpoint that lowers a pending count), ``active`` (last activity, epoch ms),
+  ``gen`` (a random generation set when the identity's log is created), ``pmaxts``
+- ``P:obs:{id}``     sorted set: observation JSON scored by arrival ``seq``
+- ``P:obsid:{id}``   hash: observation id → seq (``0`` once pruned: idempotency tombstone)
+- ``P:obsts:{id}``   sorted set: live observation ids scored by ``createdAt``
+- ``P:obsgone:{id}`` sorted set: tombstoned ids scored by ``createdAt`` (gone at 30 days)
+- ``P:facts:{id}``   hash: fact id → fact JSON
+- ``P:identities``   sorted set (not per identity): identity ids scored by last activity
+
+Every write refreshes a TTL backstop (``identity_ttl_days``) on all keys of the identity.
+A consolidation is one MULTI/EXEC read of the state, the pending aggregate and the facts, and
+one ``EVALSHA`` commit that only applies if the generation, cursor and fact version are those it
+read; the index update (``ZADD XX``: never re-creating an erased identity's entry) rides in the
+same pipeline. ``round_trips`` counts network calls.
+
+On a Redis Cluster (``engram.adapters.redis_client.is_cluster``) every script and every
+transaction touches the keys of one identity only (one slot); the index is the one key outside
+it and always travels as a command of its own. Scripts are loaded on every primary, and a
+staged commit is a one-slot MULTI/EXEC followed by the index update (two round trips there,
+one on a standalone server).
+
+Erasure deletes every key of the identity and its index entry, and leaves nothing behind: a
+consolidation that read before the erasure is fenced by the generation (gone with the state
+hash; a returning user's first append draws a new one), so it never writes facts back.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any, overload
+
+from engram.adapters.redis_behaviour.codec import (
+    encode_fact,
+    encode_upserts,
+    new_fact_set,
+    parse_facts,
+)
+from engram.adapters.redis_behaviour.keys import Keys, index_key
+from engram.adapters.redis_behaviour.log_codec import (
+    as_text,
+    decode_member,
+    decode_pending,
+    encode_member,
+)
+from engram.adapters.redis_behaviour.scripts import ScriptRunner, server_of
+from engram.adapters.redis_client import RedisClient
+from engram.behaviour.models import TRUSTED, Fact, Observation
+from engram.behaviour.ports import (
+    RoundInput,
+    decode_identity_cursor,
+    encode_identity_cursor,
+    page_after,
+)
+from engram.clock import MS_PER_DAY, Clock, SystemClock
+from engram.errors import InvalidInput
+
+#: Commits with at least this many upserts rewrite the fact set through the stage hash.
+STAGE_MIN_UPSERTS = 32
+
+
+class _ReadToken:
+    """What ``commit_round`` needs back from ``read_round``."""
+
+    __slots__ = ("gen", "pending", "pmaxts", "rows")
+
+    def __init__(self, pending: bytes, pmaxts: int, gen: str, rows: list[bytes]) -> None:
+        self.pending = pending
+        self.pmaxts = pmaxts
+        self.gen = gen
+        self.rows = rows
+
+
+class _RedisBase(ScriptRunner):
+    """Shared plumbing: keys, scripts, the round-trip counter and retention helpers."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        *,
+        prefix: str = "engram",
+        ttl_days: int = 90,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(client, clock or SystemClock())
+        self.prefix = prefix
+        self.index_key = index_key(prefix)
+        self.ttl_ms = ttl_days * MS_PER_DAY
+        self.stage_min_upserts = STAGE_MIN_UPSERTS
+
+    def keys(self, identity_id: str) -> Keys:
+        """Every key of the identity, all tagged ``{identity}``."""
+        return Keys.of(self.prefix, identity_id)
+
+    def stage_key(self, identity_id: str) -> str:
+        """``P:stage:{id}``: the new fact set of a staged commit, written and renamed over the
+        facts hash inside one MULTI/EXEC (never outlives the transaction)."""
+        return self.keys(identity_id).stage
+
+    def shares_backing_with(self, other: object) -> bool:
+        """Same prefix on the same Redis server and database (the same client object, or
+        clients whose connection pools point at the same host/port/db or socket path)."""
+        if not isinstance(other, _RedisBase | _CheckpointView):
+            return False
+        theirs = _backing(other)
+        if theirs.prefix != self.prefix:
+            return False
+        return theirs.client is self.client or server_of(theirs.client) == server_of(self.client)
+
+    # --- retention helpers ------------------------------------------------------------
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        """Drop observations created before ``before_ms``; with ``up_to_seq`` only those
+        already consolidated (seq <= up_to_seq), leaving an idempotency tombstone."""
+        if up_to_seq is None:
+            args: list[Any] = ["", 0, before_ms]
+        else:
+            args = [before_ms, up_to_seq, ""]
+        return int(self._run("prune", self.keys(identity_id).log, args))
+
+    def erase(self, identity_id: str) -> dict[str, int]:
+        """Delete every key of the identity and its index entry; counts of what was removed."""
+        obs, facts = self._run("erase", self.keys(identity_id), [], unindex=identity_id)
+        return {"observations": int(obs), "facts": int(facts)}
+
+    def remove_if_empty(self, identity_id: str) -> bool:
+        """Atomically drop an identity that holds nothing (no observation, fact or pending
+        count) and its index entry; False (and nothing changed) otherwise."""
+        score = self.client.zscore(self.index_key, identity_id)
+        self.round_trips += 1
+        if not self._run("remove_if_empty", self.keys(identity_id), []):
+            return False
+        if score is not None:
+            self._run("unindex", [self.index_key], [identity_id, repr(float(score))])
+        return True
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]: ...
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
+    ) -> tuple[list[str], str]: ...
+
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
+    ) -> tuple[list[str], int] | tuple[list[str], str]:
+        """One page of identity ids (least recently active first, ties by id) and the next
+        cursor. ``active_before_ms`` keeps identities idle since before that time.
+
+        An int ``cursor`` is an offset (next offset returned, ``0`` when done). A str
+        ``cursor`` (``""`` to start) is an opaque keyset cursor, stable under concurrent
+        removals and additions (next cursor returned, ``""`` when done); see
+        ``engram.behaviour.ports.BehaviourStore.list_identities``.
+        """
+        if limit < 1:
+            raise InvalidInput("limit", "must be at least 1")
+        high: int | str = "+inf" if active_before_ms is None else f"({active_before_ms}"
+        if isinstance(cursor, int):
+            if cursor < 0:
+                raise InvalidInput("cursor", "must be a non-negative offset")
+            rows = self.client.zrangebyscore(self.index_key, "-inf", high, start=cursor, num=limit)
+            self.round_trips += 1
+            ids = [as_text(r) for r in rows]
+            return ids, (cursor + len(ids) if len(ids) == limit else 0)
+        after = decode_identity_cursor(cursor) if cursor else None
+        low = "-inf" if after is None else repr(after[0])
+        page: list[tuple[str, float]] = []
+        offset, batch = 0, limit + 1
+        while True:
+            raw: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
+                self.index_key, low, high, start=offset, num=batch, withscores=True
+            )
+            self.round_trips += 1
+            rows_ = [(as_text(m), float(sc)) for m, sc in raw]
+            page += rows_ if after is None else page_after(rows_, after, limit - len(page))
+            page = page[:limit]
+            # more rows with the cursor's own score than one batch: keep reading (rare)
+            if len(page) == limit or len(raw) < batch:
+                break
+            offset += batch
+        ids = [m for m, _ in page]
+        if len(page) < limit:
+            return ids, ""
+        return ids, encode_identity_cursor(page[-1][1], page[-1][0])
+
+    def export(self, identity_id: str) -> dict[str, Any]:
+        """Everything stored for the identity (stored, not decayed, confidence), as one
+        snapshot: one MULTI/EXEC over keys of one slot, so the checkpoint, the observations
+        and the facts agree even while the consumer appends or a round commits."""
+        keys = self.keys(identity_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(keys.state)
+        pipe.zrange(keys.obs, 0, -1, withscores=True)
+        pipe.hvals(keys.facts)
+        st, rows, fact_rows = pipe.execute()
+        self.round_trips += 1
+        cursor = st.get(b"cursor") if st else None
+        return {
+            "identityId": identity_id,
+            "checkpoint": int(cursor) if cursor is not None else None,
+            "observations": [
+                {**json.loads(decode_member(member)), "seq": int(score)} for member, score in rows
+            ],
+            "facts": [json.loads(v) for v in fact_rows],
+        }
+
+    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
+        n = self._run("facts", self.keys(identity_id).log, [self.ttl_ms, 0, "delete", fact_id])
+        return int(n) == 1
+
+    # --- the atomic consolidation store -------------------------------------------------
+    def read_round(self, identity_id: str) -> RoundInput:
+        """One MULTI/EXEC round trip: cursor, version, arrival seq, the pending aggregate
+        (counts per fact key, kept up to date by ``append``) and the facts — O(distinct
+        keys), not O(observations)."""
+        keys = self.keys(identity_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hmget(keys.state, "cursor", "version", "seq", "pmaxts", "gen")
+        pipe.hgetall(keys.pending)
+        pipe.hvals(keys.facts)
+        (cursor, version, seq, pmaxts, gen), pairs, fact_rows = pipe.execute()
+        self.round_trips += 1
+        cursor, version, seq, pmaxts = (int(x or 0) for x in (cursor, version, seq, pmaxts))
+        groups, count, pending = decode_pending(pairs, seq)
+        rows = fact_rows
+        if rows and type(rows[0]) is not bytes:  # a client decoding responses gives str
+            rows = [str(r).encode() for r in rows]
+        return RoundInput(
+            cursor=cursor,
+            version=version,
+            facts=parse_facts(rows),
+            groups=groups,
+            observation_count=count,
+            max_seq=seq,
+            max_created_at=pmaxts,
+            token=_ReadToken(pending, pmaxts, as_text(gen) if gen is not None else "", rows),
+        )
+
+    def commit_round(
+        self,
+        identity_id: str,
+        *,
+        read: RoundInput,
+        upserts: Sequence[Fact],
+        deletes: Sequence[str],
+        prune_before_ms: int,
+        hard_prune_before_ms: int,
+        now_ms: int,
+    ) -> bool:
+        """The fenced commit. Few changes go to the script as arguments; many (at least
+        ``stage_min_upserts``) are written as the whole new fact set to the stage hash and
+        renamed over the facts hash by the script — plain ``HSET`` arguments cost Redis a
+        tenth of what script arguments cost."""
+        token = read.token if isinstance(read.token, _ReadToken) else _ReadToken(b"", 0, "", [])
+        args: list[Any] = [
+            read.cursor,
+            read.version,
+            read.max_seq,
+            now_ms,
+            self.ttl_ms,
+            prune_before_ms,
+            hard_prune_before_ms,
+            token.pmaxts,
+            token.gen,
+            token.pending,
+        ]
+        keys = self.keys(identity_id)
+        if len(upserts) >= self.stage_min_upserts and len(token.rows) == len(read.facts):
+            rows = new_fact_set(read.facts, token.rows, upserts, deletes)
+            args.append("stage" if rows else "none")
+            result = self._run_staged(keys, args, rows, identity_id)
+        else:
+            args.append(len(upserts))
+            args += encode_upserts(upserts, read.facts, token.rows)
+            args += deletes
+            result = self._run("commit", keys, args, touch=identity_id, touch_existing=True)
+        return int(result) >= 0
+
+
+def _backing(obj: object) -> _RedisBase:
+    if isinstance(obj, _CheckpointView):
+        return obj.store
+    assert isinstance(obj, _RedisBase)
+    return obj
+
+
+class RedisObservationLog(_RedisBase):
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        """Append observations not seen before (by id); returns how many were new."""
+        if not observations:
+            return 0
+        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex]
+        for obs in observations:
+            args += [obs.id, obs.created_at, encode_member(obs)]
+        return int(self._run("append", self.keys(identity_id).log, args, touch=identity_id))
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        obs = self.keys(identity_id).obs
+        rows: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
+            obs, f"({checkpoint or 0}", "+inf", withscores=True
+        )
+        self.round_trips += 1
+        out = []
+        for member, score in rows:
+            o = Observation.model_validate_json(decode_member(member), context=TRUSTED)
+            out.append(o.model_copy(update={"seq": int(score)}))
+        return out
+
+
+class RedisFactRepository(_RedisBase):
+    def get(self, identity_id: str) -> list[Fact]:
+        rows = self.client.hvals(self.keys(identity_id).facts)
+        self.round_trips += 1
+        return parse_facts(rows)
+
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        self.upsert_batch(identity_id, [fact])
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        if not facts:
+            return
+        args: list[Any] = [self.ttl_ms, 0, "upsert"]
+        for fact in facts:
+            args += [fact.id, encode_fact(fact)]
+        self._run("facts", self.keys(identity_id).log, args, touch=identity_id)
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        if not fact_ids:
+            return 0
+        args: list[Any] = [self.ttl_ms, 0, "delete", *fact_ids]
+        return int(self._run("facts", self.keys(identity_id).log, args))
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each fact only if it is still stored as read (same ``lastReinforcedAt``
+        and ``updatedAt``), atomically: a fact reinforced meanwhile stays."""
+        if not facts:
+            return 0
+        args: list[Any] = [self.ttl_ms]
+        for fact in facts:
+            args += [fact.id, fact.last_reinforced_at, fact.updated_at]
+        return int(self._run("facts_if_unchanged", self.keys(identity_id).log, args))
+
+
+class RedisCheckpointStore(_RedisBase):
+    def get(self, identity_id: str) -> int | None:
+        value = self.client.hget(self.keys(identity_id).state, "cursor")
+        self.round_trips += 1
+        return int(value) if value is not None else None
+
+    def set(self, identity_id: str, value: int) -> None:
+        """Set the checkpoint and, atomically, drain the pending counts of the observations
+        it now covers (else they would be consolidated again by a later round)."""
+        self._run("checkpoint", self.keys(identity_id).log, [value])
+
+
+class _CheckpointView:
+    """The checkpoint port of a ``RedisBehaviourStore``."""
+
+    def __init__(self, store: RedisBehaviourStore) -> None:
+        self.store = store
+
+    def get(self, identity_id: str) -> int | None:
+        return RedisCheckpointStore.get(self.store, identity_id)  # type: ignore[arg-type]
+
+    def set(self, identity_id: str, value: int) -> None:
+        RedisCheckpointStore.set(self.store, identity_id, value)  # type: ignore[arg-type]
+
+
+class RedisBehaviourStore(RedisObservationLog, RedisFactRepository):
+    """Observation log + fact repository + (``.checkpoints``) checkpoint store on one client.
+
+    ``consolidate(id, observations=s, facts=s, checkpoints=s.checkpoints, …)`` takes the
+    atomic path: one read, one fenced commit.
+    """
+
+    def __init__(
+        self,
+        client: RedisClient,
+        *,
+        prefix: str = "engram",
+        ttl_days: int = 90,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(client, prefix=prefix, ttl_days=ttl_days, clock=clock)
+        self.checkpoints = _CheckpointView(self)
