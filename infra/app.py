@@ -15,11 +15,12 @@ from aws_cdk import App, Stack, Tags
 
 from infra.bundling import REPO_ROOT
 from infra.config import LAMBDA_FUNCTIONS, StageConfig, stage_config
+from infra.constructs.functions import DataEndpoints
 from infra.constructs.nag import enable_aws_solutions
 from infra.stacks.data import DataStack
 from infra.stacks.monitoring import MonitoringStack
 from infra.stacks.network import NetworkStack
-from infra.stacks.service import DataEndpoints, ServiceStack
+from infra.stacks.service import ServiceStack
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ def create_app(
 
 
 def main() -> int:
-    probe = App()
-    stage = probe.node.try_get_context("stage")
+    """``cdk synth``'s entry point: the stage named by ``-c stage=<name>``, with cdk-nag."""
+    stage = App().node.try_get_context("stage")
     if not stage:
         print("infra: choose a stage with -c stage=dev|staging|prod", file=sys.stderr)
         return 2
@@ -126,9 +127,12 @@ def main() -> int:
     if missing:
         print(f"infra: cannot bundle, missing {', '.join(missing)}", file=sys.stderr)
         return 1
-    app = probe
-    build_stage(app, stage_config(str(stage)))
-    enable_aws_solutions(app)
+    try:
+        config = stage_config(str(stage))
+    except ValueError as error:
+        print(f"infra: {error}", file=sys.stderr)
+        return 2
+    app, _ = create_app(config)
     app.synth()
     return 0
 

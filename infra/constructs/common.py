@@ -1,9 +1,12 @@
-"""Small helpers that turn stage-config values into CDK values."""
+"""Small helpers that turn stage-config values into CDK values, and security-group rules."""
 
 from __future__ import annotations
 
 from aws_cdk import Aws, Fn, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
+
+from constructs import Construct
 
 _RETENTION: tuple[tuple[int, logs.RetentionDays], ...] = (
     (1, logs.RetentionDays.ONE_DAY),
@@ -54,3 +57,36 @@ def stack_unique(prefix: str) -> str:
     new names, so resources kept from the old one never block it."""
     stack_uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
     return f"{prefix}-{Fn.select(0, Fn.split('-', stack_uuid))}"
+
+
+def allow_tcp(
+    scope: Construct,
+    id: str,
+    *,
+    source: ec2.ISecurityGroup,
+    target: ec2.ISecurityGroup,
+    ports: tuple[int, int],
+) -> None:
+    """Ingress on ``target`` from ``source`` and the matching egress on ``source`` for the tcp
+    port range ``ports``, both kept in ``scope``'s stack (so cross-stack groups make no cycle)."""
+    from_port, to_port = ports
+    ec2.CfnSecurityGroupIngress(
+        scope,
+        f"{id}In",
+        group_id=target.security_group_id,
+        source_security_group_id=source.security_group_id,
+        ip_protocol="tcp",
+        from_port=from_port,
+        to_port=to_port,
+        description=f"{id}: tcp {from_port}-{to_port}",
+    )
+    ec2.CfnSecurityGroupEgress(
+        scope,
+        f"{id}Out",
+        group_id=source.security_group_id,
+        destination_security_group_id=target.security_group_id,
+        ip_protocol="tcp",
+        from_port=from_port,
+        to_port=to_port,
+        description=f"{id}: tcp {from_port}-{to_port}",
+    )

@@ -1,10 +1,11 @@
 """One Engram Lambda function: arm64, Python 3.12, in the VPC's isolated subnets, with its own
 log group (generated name: it may be retained), the shared dependencies layer and the ENGRAM_*
-environment."""
+environment; and the factory the service makes its functions with."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
@@ -13,7 +14,7 @@ from aws_cdk import aws_logs as logs
 
 from constructs import Construct
 from infra.bundling import FunctionSpec, function_code
-from infra.config import FunctionConfig
+from infra.config import FunctionConfig, StageConfig
 from infra.constructs.common import log_retention, removal_policy
 from infra.constructs.nag import acknowledge
 
@@ -85,4 +86,51 @@ class EngramFunction(Construct):
             or "Only X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) uses "
             "Resource '*': X-Ray has no resource-level permissions. Every data grant is scoped "
             "to a queue, secret or model ARN.",
+        )
+
+
+def pascal(name: str) -> str:
+    """``ingest_consumer`` -> ``IngestConsumer``: a function's construct id from its name."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+@dataclass(frozen=True)
+class FunctionFactory:
+    """Where and how the stage's functions are made: the shared layer, the VPC placement (none
+    for the functions in ``outside_vpc``), log retention, tracing and the function names."""
+
+    scope: Construct
+    config: StageConfig
+    layer: lambda_.ILayerVersion
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_group: ec2.ISecurityGroup
+    outside_vpc: frozenset[str]
+
+    def make(
+        self,
+        spec: FunctionSpec,
+        sizing: FunctionConfig,
+        environment: Mapping[str, str],
+        *,
+        wildcard_reason: str | None = None,
+    ) -> EngramFunction:
+        """One function, its construct id the PascalCase of its name (``Ingest``, ...)."""
+        inside = spec.name not in self.outside_vpc
+        config = self.config
+        return EngramFunction(
+            self.scope,
+            pascal(spec.name),
+            spec=spec,
+            sizing=sizing,
+            layer=self.layer,
+            vpc=self.vpc if inside else None,
+            subnets=self.subnets if inside else None,
+            security_group=self.security_group if inside else None,
+            environment=environment,
+            log_retention_days=config.log_retention_days,
+            retain_logs=config.retain_logs,
+            tracing=config.tracing,
+            function_name=f"engram-{config.name}-{spec.name.replace('_', '-')}",
+            wildcard_reason=wildcard_reason,
         )

@@ -1,4 +1,5 @@
-"""An SQS queue with its dead-letter queue and redrive policy, encrypted and TLS-only."""
+"""An SQS queue with its dead-letter queue and redrive policy, encrypted and TLS-only; and the
+service's work queues."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 
 from constructs import Construct
+from infra.config import StageConfig
 
 
 class QueueWithDlq(Construct):
@@ -41,4 +43,29 @@ class QueueWithDlq(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dlq, max_receive_count=max_receive_count
             ),
+        )
+
+
+class Queues:
+    """The service's two work queues, each with its dead-letter queue: ingest (raw events to
+    the ingest consumer) and extraction (transcripts the maintenance function extracts from).
+
+    Built directly in ``scope`` (the stack), as every concern of the service is."""
+
+    def __init__(self, scope: Construct, *, config: StageConfig) -> None:
+        self.ingest = QueueWithDlq(
+            scope,
+            "IngestQueue",
+            queue_name=f"engram-{config.name}-ingest",
+            visibility_timeout_s=config.ingest_visibility_timeout_s,
+            max_receive_count=config.max_receive_count,
+            dlq_retention_days=config.dlq_retention_days,
+        )
+        self.extraction = QueueWithDlq(
+            scope,
+            "ExtractionQueue",
+            queue_name=f"engram-{config.name}-extraction",
+            visibility_timeout_s=config.extraction_visibility_timeout_s,
+            max_receive_count=config.max_receive_count,
+            dlq_retention_days=config.dlq_retention_days,
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from infra.config import STAGES, StageConfig
-from infra.stacks.service import BEDROCK_USERS
+from infra.constructs.functions import BEDROCK_USERS
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 

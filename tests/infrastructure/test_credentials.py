@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from infra.config import LAMBDA_FUNCTIONS, STAGES
-from infra.stacks.data import DATABASE_APP_USER
-from infra.stacks.service import DATABASE_USERS, REDIS_USERS
+from infra.constructs.database import DATABASE_APP_USER
+from infra.constructs.functions import DATABASE_USERS, REDIS_USERS
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 

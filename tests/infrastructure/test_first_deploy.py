@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from infra.config import STAGES, StageConfig
+from infra.constructs.http_api import ACCESS_LOG_FIELDS
 from infra.lint import ACCEPTED, lint, templates_of
-from infra.stacks.service import ACCESS_LOG_FIELDS
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 

@@ -13,8 +13,8 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 from infra.config import LAMBDA_FUNCTIONS, STAGES
+from infra.constructs.http_api import ROUTES, cors_allowed_headers
 from infra.constructs.nag import acknowledge, enable_aws_solutions
-from infra.stacks.service import ROUTES, cors_allowed_headers
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 
