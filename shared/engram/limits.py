@@ -68,3 +68,11 @@ MAX_FACT_ID_CHARS = len("fact:entity_frequency::") + MAX_NAME_CHARS + MAX_ID_CHA
 #: A behavioural identity ``<team>:<user>``: the team matches the team-id pattern (nothing to
 #: escape), each user character may become a three-character percent escape.
 MAX_IDENTITY_CHARS = MAX_ID_CHARS + 1 + 3 * MAX_ID_CHARS
+
+# --- the ingest queue: the service's own messages (not a client's input) --------------------
+#: ``Settings.ingest_max_message_bytes`` (the queue's ``MaximumMessageSize``): its default
+#: (SQS's default) and bounds. SQS accepts 1 KiB to 1 MiB; below 16 KiB one observation at the
+#: limits above (content, metadata, id) might not fit in a message of its own.
+DEFAULT_QUEUE_MESSAGE_BYTES = 256 * 1024
+MIN_QUEUE_MESSAGE_BYTES = 16 * 1024
+MAX_QUEUE_MESSAGE_BYTES = 1024 * 1024

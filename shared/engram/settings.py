@@ -134,6 +134,13 @@ class Settings(BaseSettings):
     """SQS queue of transcripts awaiting extraction (AWS)."""
     extraction_dlq_url: str | None = None
     """Dead-letter queue of transcripts that kept failing (AWS)."""
+    ingest_max_message_bytes: int = Field(
+        default=limits.DEFAULT_QUEUE_MESSAGE_BYTES,
+        ge=limits.MIN_QUEUE_MESSAGE_BYTES,
+        le=limits.MAX_QUEUE_MESSAGE_BYTES,
+    )
+    """The ingest queue's maximum message size (its `MaximumMessageSize`): a request's
+    observations travel in one message, split into chunks of at most this many bytes."""
     aws_region: str = Field(
         default="us-east-1",
         validation_alias=AliasChoices("ENGRAM_AWS_REGION", "AWS_REGION"),

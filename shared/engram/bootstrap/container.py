@@ -82,7 +82,15 @@ class Container(RedisParts, PostgresParts):
 
     @property
     def ingest_queue(self) -> MessageQueue | None:
-        return self._part("ingest_queue", lambda: self._sender(self.settings.ingest_queue_url))
+        def make() -> MessageQueue | None:
+            from engram.adapters.sqs import SqsSender
+
+            url = self.settings.ingest_queue_url
+            if not url:
+                return None
+            return SqsSender(self.sqs, url, max_batch_bytes=self.settings.ingest_max_message_bytes)
+
+        return self._part("ingest_queue", make)
 
     @property
     def extraction_queue(self) -> MessageQueue | None:
@@ -131,6 +139,7 @@ class Container(RedisParts, PostgresParts):
                 ),
                 observation_retention_days=self.settings.observation_retention_days,
                 retry_window_s=self.settings.ingest_retry_window_s,
+                max_message_bytes=self.settings.ingest_max_message_bytes,
             )
 
         return self._part("ingest", make)

@@ -196,6 +196,7 @@ def build_app(
         region=settings.aws_region,
         max_receive_count=ingest_max_receive_count,
         path=queue_path(settings.data_dir, INGEST_QUEUE) if durable_queues else None,
+        max_message_bytes=settings.ingest_max_message_bytes,
     )
     extraction_queue = LocalQueue(
         EXTRACTION_QUEUE,
@@ -209,7 +210,9 @@ def build_app(
     container = Container(
         settings,
         sqs=sqs,
-        ingest_queue=SqsSender(sqs, ingest_queue.url),
+        ingest_queue=SqsSender(
+            sqs, ingest_queue.url, max_batch_bytes=settings.ingest_max_message_bytes
+        ),
         extraction_queue=SqsSender(sqs, extraction_queue.url),
         transcript_queue=receiver_for(extraction_queue),
         **dict(parts or {}),

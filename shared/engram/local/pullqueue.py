@@ -30,7 +30,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from engram.local.sqs import LocalQueue, LocalSqsError, Message, Synchronous
+from engram.local.queue_store import Message, Synchronous
+from engram.local.sqs import LocalQueue, LocalSqsError
 from engram.maintenance.models import QueueMessage
 
 

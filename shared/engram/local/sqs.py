@@ -18,10 +18,11 @@ does:
 * ``drain(timeout)`` waits until nothing is queued, delayed or in flight.
 
 Durability (``path=``): the queue's messages, receive counts, visibility deadlines and dead
-letters live in one SQLite file (WAL journal, ``synchronous=FULL``). ``send_message_batch``
-commits before it returns, so a success (and the 202 built on it) means the record is on disk
-and survives ``kill -9`` of the process, like a record SQS accepted. Every receive, delete,
-retry and dead-letter is a committed transaction too. When a queue file is opened, messages
+letters live in one SQLite file (``engram.local.queue_store``: WAL journal,
+``synchronous=FULL``). ``send_message_batch`` commits once, before it returns, so a success (and
+the 202 built on it: one commit per ingest request) means the record is on disk and survives
+``kill -9`` of the process, like a record SQS accepted. Every receive, delete, retry and
+dead-letter is a committed transaction too. When a queue file is opened, messages
 that were in flight (received, neither deleted nor released) become visible at once: the
 process that held them is gone, so they are redelivered (at-least-once; the consumers are
 idempotent by observation id). Without ``path`` the same code runs on a private in-memory
@@ -37,25 +38,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import random
-import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from engram import limits
 from engram.local.lambda_context import FakeLambdaContext
+from engram.local.queue_store import Message, QueueStore, Synchronous, now_ms
 
 _log = logging.getLogger("engram.local.sqs")
 
 ACCOUNT = "000000000000"
 MAX_BATCH_ENTRIES = 10
-MAX_BATCH_BYTES = 256 * 1024
+#: A queue's maximum message size unless given (SQS's default; one batch may carry as much).
+DEFAULT_MAX_MESSAGE_BYTES = limits.DEFAULT_QUEUE_MESSAGE_BYTES
 #: Deliveries before a record is dead-lettered (the AWS redrive policy's maxReceiveCount).
 DEFAULT_MAX_RECEIVE_COUNT = 5
 #: How long a batch handed to the in-process consumer stays hidden from other receivers.
@@ -63,7 +65,6 @@ PUSH_IN_FLIGHT_S = 900.0
 QUEUE_DIR = "queues"
 
 Consumer = Callable[[dict[str, Any], Any], Any]
-Synchronous = Literal["FULL", "NORMAL"]
 
 
 class LocalSqsError(Exception):
@@ -73,22 +74,6 @@ class LocalSqsError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
-
-
-@dataclass
-class Message:
-    message_id: str
-    body: str
-    attributes: dict[str, Any]
-    sent_at_ms: int
-    visible_at: float
-    """Wall-clock epoch seconds from which the message may be received (again)."""
-    receive_count: int = 0
-    first_receive_ms: int | None = None
-    sequence: int = 0
-    """Row id: send order (duplicates of one message have their own rows)."""
-    receipt: str | None = None
-    """The receipt handle of the current receive; None when not received since."""
 
 
 @dataclass
@@ -102,12 +87,18 @@ class QueueStats:
     dead_lettered: int = 0
 
 
+def _size(body: Any) -> int:
+    return len(str(body or "").encode("utf-8"))
+
+
+def _failure(
+    entry: Mapping[str, Any], code: str, message: str, *, sender: bool = True
+) -> dict[str, Any]:
+    return {"Id": entry["Id"], "SenderFault": sender, "Code": code, "Message": message}
+
+
 def _md5(text: str) -> str:
     return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def queue_path(data_dir: Path | str, name: str) -> Path:
@@ -115,224 +106,13 @@ def queue_path(data_dir: Path | str, name: str) -> Path:
     return Path(data_dir) / QUEUE_DIR / f"{name}.sqlite3"
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    message_id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    attributes TEXT NOT NULL,
-    sent_at_ms INTEGER NOT NULL,
-    visible_at REAL NOT NULL,
-    receive_count INTEGER NOT NULL DEFAULT 0,
-    first_receive_ms INTEGER,
-    receipt TEXT
-);
-CREATE INDEX IF NOT EXISTS messages_visible ON messages (visible_at, seq);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_receipt ON messages (receipt);
-CREATE TABLE IF NOT EXISTS dead_letters (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    record TEXT NOT NULL
-);
-"""
-_SELECT_ALL = (
-    "SELECT seq, message_id, body, attributes, sent_at_ms, visible_at, receive_count, "
-    "first_receive_ms, receipt FROM messages ORDER BY seq"
-)
-_SELECT_VISIBLE = (
-    "SELECT seq, message_id, body, attributes, sent_at_ms, visible_at, receive_count, "
-    "first_receive_ms, receipt FROM messages WHERE visible_at <= ? ORDER BY seq LIMIT ?"
-)
-
-
-def _message(row: tuple[Any, ...]) -> Message:
-    seq, message_id, body, attributes, sent_at_ms, visible_at, count, first, receipt = row
-    return Message(
-        message_id=message_id,
-        body=body,
-        attributes=json.loads(attributes),
-        sent_at_ms=sent_at_ms,
-        visible_at=visible_at,
-        receive_count=count,
-        first_receive_ms=first,
-        sequence=seq,
-        receipt=receipt,
-    )
-
-
-class QueueStore:
-    """One queue's messages and dead letters in SQLite. Not thread-safe by itself: the owning
-    ``LocalQueue`` calls it under its lock. Every mutating method is one committed
-    transaction."""
-
-    def __init__(
-        self, path: Path | str | None = None, *, synchronous: Synchronous = "FULL"
-    ) -> None:
-        if synchronous not in ("FULL", "NORMAL"):
-            raise ValueError("synchronous must be FULL or NORMAL")
-        self.path = Path(path) if path is not None else None
-        self.synchronous = synchronous
-        self._conn: sqlite3.Connection | None = None
-
-    @property
-    def durable(self) -> bool:
-        return self.path is not None
-
-    def db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = self._open()
-        return self._conn
-
-    def _open(self) -> sqlite3.Connection:
-        if self.path is None:
-            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        conn.executescript(_SCHEMA)
-        if self.path is not None:
-            # whoever held the in-flight messages is gone: visible again, now
-            with _transaction(conn):
-                conn.execute(
-                    "UPDATE messages SET receipt = NULL, visible_at = 0 WHERE receipt IS NOT NULL"
-                )
-        return conn
-
-    def close(self) -> None:
-        if self._conn is not None and self.path is not None:
-            self._conn.close()
-            self._conn = None
-
-    # --- writes --------------------------------------------------------------------------
-    def add(self, messages: Sequence[Message]) -> None:
-        conn = self.db()
-        with _transaction(conn):
-            conn.executemany(
-                "INSERT INTO messages (message_id, body, attributes, sent_at_ms, visible_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (
-                        m.message_id,
-                        m.body,
-                        json.dumps(m.attributes, default=str),
-                        m.sent_at_ms,
-                        m.visible_at,
-                    )
-                    for m in messages
-                ],
-            )
-
-    def receive(self, messages: Sequence[Message], hidden_until: float) -> None:
-        """Mark ``messages`` received: count + 1, a new receipt each, hidden until then."""
-        now_ms = _now_ms()
-        for m in messages:
-            m.receive_count += 1
-            if m.first_receive_ms is None:
-                m.first_receive_ms = now_ms
-            m.receipt = f"{m.message_id}#{uuid.uuid4().hex}"
-            m.visible_at = hidden_until
-        conn = self.db()
-        with _transaction(conn):
-            conn.executemany(
-                "UPDATE messages SET receive_count = ?, first_receive_ms = ?, receipt = ?, "
-                "visible_at = ? WHERE seq = ?",
-                [
-                    (m.receive_count, m.first_receive_ms, m.receipt, m.visible_at, m.sequence)
-                    for m in messages
-                ],
-            )
-
-    def settle(
-        self,
-        *,
-        delete: Sequence[str] = (),
-        retry: Sequence[tuple[str, float]] = (),
-        dead: Sequence[tuple[str | None, dict[str, Any]]] = (),
-    ) -> int:
-        """In one transaction: delete the messages of receipts ``delete``; make those of
-        ``retry`` visible at the time given; copy each ``dead`` record to the dead letters and
-        delete its message (when a receipt is given). Returns how many receipts matched."""
-        conn = self.db()
-        matched = 0
-        with _transaction(conn):
-            for receipt in delete:
-                matched += conn.execute(
-                    "DELETE FROM messages WHERE receipt = ?", (receipt,)
-                ).rowcount
-            for receipt, visible_at in retry:
-                matched += conn.execute(
-                    "UPDATE messages SET receipt = NULL, visible_at = ? WHERE receipt = ?",
-                    (visible_at, receipt),
-                ).rowcount
-            for dead_receipt, record in dead:
-                conn.execute(
-                    "INSERT INTO dead_letters (record) VALUES (?)",
-                    (json.dumps(record, default=str),),
-                )
-                if dead_receipt is not None:
-                    matched += conn.execute(
-                        "DELETE FROM messages WHERE receipt = ?", (dead_receipt,)
-                    ).rowcount
-        return matched
-
-    def dead_letter_rows(self, seqs: Sequence[int], records: Sequence[dict[str, Any]]) -> None:
-        """Move messages (by row) to the dead letters, one record each."""
-        conn = self.db()
-        with _transaction(conn):
-            for seq, record in zip(seqs, records, strict=True):
-                conn.execute(
-                    "INSERT INTO dead_letters (record) VALUES (?)",
-                    (json.dumps(record, default=str),),
-                )
-                conn.execute("DELETE FROM messages WHERE seq = ?", (seq,))
-
-    # --- reads ---------------------------------------------------------------------------
-    def visible(self, now: float, limit: int | None = None) -> list[Message]:
-        rows = self.db().execute(_SELECT_VISIBLE, (now, -1 if limit is None else limit))
-        return [_message(row) for row in rows]
-
-    def next_visible_at(self) -> float | None:
-        row = self.db().execute("SELECT MIN(visible_at) FROM messages").fetchone()
-        return None if row is None or row[0] is None else float(row[0])
-
-    def count(self) -> int:
-        row = self.db().execute("SELECT COUNT(*) FROM messages").fetchone()
-        return int(row[0]) if row else 0
-
-    def in_flight(self) -> int:
-        row = (
-            self.db().execute("SELECT COUNT(*) FROM messages WHERE receipt IS NOT NULL").fetchone()
-        )
-        return int(row[0]) if row else 0
-
-    def messages(self) -> list[Message]:
-        rows = self.db().execute(_SELECT_ALL)
-        return [_message(row) for row in rows]
-
-    def dead_letters(self) -> list[dict[str, Any]]:
-        rows = self.db().execute("SELECT record FROM dead_letters ORDER BY seq")
-        return [json.loads(r[0]) for r in rows]
-
-
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 class LocalQueue:
     """One queue with its event source mapping to ``consumer``; durable when ``path`` is
     given (see the module docstring).
 
-    ``synchronous`` is the SQLite setting of a durable queue (FULL: each commit is fsynced;
+    ``max_message_bytes`` is the queue's ``MaximumMessageSize`` (also the most one
+    ``send_message_batch`` may carry). ``synchronous`` is the SQLite setting of a durable
+    queue (FULL: each commit is fsynced;
     NORMAL: survives the process dying, not the machine). ``clock`` (wall-clock epoch
     seconds, default ``time.time``) is for tests; deadlines are stored in it, so a durable
     queue's clock must be the wall clock.
@@ -355,6 +135,7 @@ class LocalQueue:
         path: Path | str | None = None,
         synchronous: Synchronous = "FULL",
         clock: Callable[[], float] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         if not 1 <= batch_size <= 10_000:
             raise ValueError("batch_size must be between 1 and 10000")
@@ -372,6 +153,7 @@ class LocalQueue:
         self.backoff_factor = backoff_factor
         self.max_visibility_timeout_s = max_visibility_timeout_s
         self.out_of_order = out_of_order
+        self.max_message_bytes = max_message_bytes
         self.url = f"https://sqs.{region}.amazonaws.com/{ACCOUNT}/{name}"
         self.arn = f"arn:aws:sqs:{region}:{ACCOUNT}:{name}"
         self.stats = QueueStats()
@@ -412,65 +194,30 @@ class LocalQueue:
             self._duplicates += count
 
     def send_message_batch(self, Entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:  # noqa: N803
-        """SQS's SendMessageBatch; the accepted entries are committed (on disk when durable)
-        before it returns."""
+        """SQS's SendMessageBatch. The accepted entries are committed in one transaction (on
+        disk when durable) before it returns: one commit per call, whatever its size."""
         if self.send_error is not None:
             raise self.send_error
-        if not Entries:
-            raise LocalSqsError("EmptyBatchRequest", "no entries")
-        if len(Entries) > MAX_BATCH_ENTRIES:
-            raise LocalSqsError("TooManyEntriesInBatchRequest", f"at most {MAX_BATCH_ENTRIES}")
-        ids = [str(e.get("Id", "")) for e in Entries]
-        if len(set(ids)) != len(ids) or not all(ids):
-            raise LocalSqsError("BatchEntryIdsNotDistinct", "entry ids must be distinct")
-        total = sum(len(str(e.get("MessageBody", "")).encode("utf-8")) for e in Entries)
-        if total > MAX_BATCH_BYTES:
-            raise LocalSqsError("BatchRequestTooLong", f"batch over {MAX_BATCH_BYTES} bytes")
+        self._check_batch(Entries)
         successful: list[dict[str, Any]] = []
         failed: list[dict[str, Any]] = []
         rows: list[Message] = []
-        now_ms = _now_ms()
+        sent_at = now_ms()
         with self._cond:
             now = self._now()
             duplicates = self._duplicates
             for entry in Entries:
-                body = entry.get("MessageBody")
-                if not isinstance(body, str) or not body:
-                    failed.append(
-                        {
-                            "Id": entry["Id"],
-                            "SenderFault": True,
-                            "Code": "InvalidParameterValue",
-                            "Message": "MessageBody must be a non-empty string",
-                        }
-                    )
+                failure = self._refused(entry)
+                if failure is not None:
+                    failed.append(failure)
                     continue
-                if self.fail_sends is not None and self.fail_sends(entry):
-                    failed.append(
-                        {
-                            "Id": entry["Id"],
-                            "SenderFault": False,
-                            "Code": "InternalError",
-                            "Message": "injected send failure",
-                        }
-                    )
-                    continue
+                body = str(entry["MessageBody"])
                 message_id = str(uuid.uuid4())
-                delay = float(entry.get("DelaySeconds", 0) or 0)
-                copies = 1
-                if duplicates > 0:
-                    duplicates -= 1
-                    copies = 2
-                for _ in range(copies):
-                    rows.append(
-                        Message(
-                            message_id=message_id,
-                            body=body,
-                            attributes=dict(entry.get("MessageAttributes") or {}),
-                            sent_at_ms=now_ms,
-                            visible_at=now + delay,
-                        )
-                    )
+                copies = 2 if duplicates > 0 else 1
+                duplicates -= copies - 1
+                visible_at = now + float(entry.get("DelaySeconds", 0) or 0)
+                attributes = dict(entry.get("MessageAttributes") or {})
+                rows += [Message(message_id, body, attributes, sent_at, visible_at)] * copies
                 successful.append(
                     {"Id": entry["Id"], "MessageId": message_id, "MD5OfMessageBody": _md5(body)}
                 )
@@ -483,6 +230,29 @@ class LocalQueue:
         if failed:
             result["Failed"] = failed
         return result
+
+    def _check_batch(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse a request SQS would refuse whole (``LocalSqsError``)."""
+        if not entries:
+            raise LocalSqsError("EmptyBatchRequest", "no entries")
+        if len(entries) > MAX_BATCH_ENTRIES:
+            raise LocalSqsError("TooManyEntriesInBatchRequest", f"at most {MAX_BATCH_ENTRIES}")
+        ids = [str(e.get("Id", "")) for e in entries]
+        if len(set(ids)) != len(ids) or not all(ids):
+            raise LocalSqsError("BatchEntryIdsNotDistinct", "entry ids must be distinct")
+        total = sum(_size(e.get("MessageBody")) for e in entries)
+        if total > self.max_message_bytes:
+            raise LocalSqsError("BatchRequestTooLong", f"batch over {self.max_message_bytes} bytes")
+
+    def _refused(self, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The ``Failed`` item of an entry SQS would refuse (or the test injects), else None."""
+        body = entry.get("MessageBody")
+        if not isinstance(body, str) or not body:
+            message = "MessageBody must be a non-empty string"
+            return _failure(entry, "InvalidParameterValue", message)
+        if self.fail_sends is not None and self.fail_sends(entry):
+            return _failure(entry, "InternalError", "injected send failure", sender=False)
+        return None
 
     def send_message(self, MessageBody: str, **kwargs: Any) -> dict[str, Any]:  # noqa: N803
         entry = {"Id": "0", "MessageBody": MessageBody, **kwargs}

@@ -39,8 +39,10 @@ A request refused for its input (422) claims no key; validation runs first.
 With a ``limiter`` (``Settings.observations_per_minute``), a request is admitted whole or
 refused whole with 429 before anything is queued.
 
-One SQS message carries one observation (camelCase JSON of ``engram.behaviour.models
-.Observation``), so the consumer can fail and retry records one by one.
+Every observation is validated here, before anything is queued (a bad one refuses the whole
+request with 422). A request's observations then travel in one SQS message, or in consecutive
+chunks when one message would exceed ``Settings.ingest_max_message_bytes``
+(``engram.use_cases.ingest_messages``), all sent in one queue call when they fit in one batch.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from engram import limits
 from engram.behaviour.emission import EmissionRules, observations_from_events
 from engram.behaviour.inputs import EventsRequest, ObservationsRequest
 from engram.behaviour.models import TRUSTED, Observation
@@ -62,6 +65,7 @@ from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
 from engram.extraction.models import TranscriptJob, TranscriptRequest
 from engram.fields import Identifier
 from engram.identity import Caller
+from engram.use_cases.ingest_messages import encode_messages
 from engram.use_cases.ports import IdempotencyKeys, Limiter, MessageQueue
 
 log = logging.getLogger(__name__)
@@ -118,13 +122,15 @@ class IngestService:
         limiter: Limiter | None = None,
         keys: IdempotencyKeys | None = None,
         persona_access: Callable[[Caller, str], None] | None = None,
+        max_message_bytes: int = limits.DEFAULT_QUEUE_MESSAGE_BYTES,
     ) -> None:
         """``persona_access(caller, persona_id)`` raises what a memory save with that persona
         would (``MemoryService.check_persona_access``); a transcript naming a persona is
         checked by it before anything is charged or queued.
 
-        ``observation_retention_days`` and ``retry_window_s`` are
-        ``Settings.observation_retention_days`` and ``Settings.ingest_retry_window_s``.
+        ``observation_retention_days``, ``retry_window_s`` and ``max_message_bytes`` are
+        ``Settings.observation_retention_days``, ``Settings.ingest_retry_window_s`` and
+        ``Settings.ingest_max_message_bytes`` (the ingest queue's largest message).
         Without ``keys`` a key is not remembered: its ids come from the current UTC day and
         another body under the same key is not detected (the container always gives one).
         """
@@ -132,6 +138,9 @@ class IngestService:
             raise InvalidInput("observationRetentionDays", "must be at least 1")
         if retry_window_s < 1:
             raise InvalidInput("ingestRetryWindowS", "must be at least 1")
+        if max_message_bytes < 1024:
+            raise InvalidInput("ingestMaxMessageBytes", "must be at least 1024")
+        self.max_message_bytes = max_message_bytes
         self.queue = queue
         self.limiter = limiter
         self.keys = keys
@@ -150,7 +159,7 @@ class IngestService:
     def _queue(self, caller: Caller, observations: Sequence[Observation]) -> Accepted:
         if self.limiter is not None and observations:
             self.limiter.check(caller.identity_id, cost=len(observations))
-        bodies = [o.model_dump_json(by_alias=True, exclude_none=True) for o in observations]
+        bodies = encode_messages(caller.identity_id, observations, self.max_message_bytes)
         if bodies:
             self._send(self.queue, bodies, "ingest")
         return Accepted(ids=[o.id for o in observations])

@@ -50,8 +50,8 @@ def test_observations_are_accepted_queued_and_stored(stack: Stack) -> None:
     assert res.status == 202
     assert res.body["accepted"] == 2
     assert res.body["ids"][1] == "client-id-1"
-    assert stack.ingest_queue.pending() == 2
-    assert stack.deliver() == 2
+    assert stack.ingest_queue.pending() == 1  # one message per request
+    assert stack.deliver() == 1
     stored = stored_observations(stack)
     assert sorted(o["id"] for o in stored) == sorted(res.body["ids"])
     assert all(o["identityId"] == "acme:alice" for o in stored)
@@ -125,7 +125,7 @@ def test_no_token_is_401_and_acting_for_another_user_is_403(stack: Stack) -> Non
 
 def test_sqs_refusing_a_record_gives_503_and_the_retry_stores_each_once(stack: Stack) -> None:
     body = {"observations": [{**OBS, "content": f"call {i}"} for i in range(25)]}
-    stack.ingest_queue.fail_sends = lambda entry: entry["Id"] == "3"
+    stack.ingest_queue.fail_sends = lambda entry: entry["Id"] == "0"  # the one message
     key = {"Idempotency-Key": "batch-1"}
     refused = stack.call("POST /v1/observations", body=body, headers=key)
     assert refused.status == 503

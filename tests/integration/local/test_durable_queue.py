@@ -241,3 +241,38 @@ def test_engram_serve_app_queues_are_durable_under_the_data_dir(tmp_path: Path) 
     assert memory.ingest_queue is not None
     assert memory.ingest_queue.path is None
     assert memory.ingest_queue.pending() == 0
+
+
+def test_an_ingest_request_is_one_send_and_one_commit_on_disk(tmp_path: Path) -> None:
+    from engram.adapters.sqs import SqsSender
+    from engram.api.models import ObservationsRequest
+    from engram.identity import Caller
+    from engram.local.sqs import LocalSqs
+    from engram.use_cases.ingest import IngestService
+
+    path = tmp_path / "ingest.sqlite3"
+    queue = LocalQueue("ingest", path=path)
+    sqs = LocalSqs()
+    sqs.add_queue(queue)
+    statements: list[str] = []
+    queue.store.db().set_trace_callback(statements.append)
+    calls: list[int] = []
+    send = sqs.send_message_batch
+
+    def counted(QueueUrl: str, Entries: Any) -> dict[str, Any]:  # noqa: N803
+        calls.append(len(Entries))
+        return send(QueueUrl, Entries)
+
+    sqs.send_message_batch = counted  # type: ignore[method-assign]
+    ingest = IngestService(
+        SqsSender(sqs, queue.url), observation_retention_days=30, retry_window_s=600
+    )
+    item = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
+    request = ObservationsRequest.model_validate({"observations": [item] * 100})
+    accepted = ingest.accept_observations(Caller(user_id="alice", team_id="acme"), request)
+    assert calls == [1]  # one queue call carrying one message
+    assert statements.count("COMMIT") == 1  # one commit, before the 202
+    queue.store.close()  # as if killed: what was committed is on disk
+    again = LocalQueue("ingest", path=path)
+    [message] = again.messages()
+    assert [o["id"] for o in json.loads(message.body)["observations"]] == accepted.ids
