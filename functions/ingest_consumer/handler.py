@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.adapters.observability import SQS_MESSAGE_ID, add_metric, instrument
-from engram.use_cases.ingest_messages import BatchOutcome, store_batch
+from engram.use_cases.ingest_messages import BatchOutcome, one_call_each, store_batch
 
 _log = logging.getLogger("engram.functions.ingest_consumer")
 _processor: list[Any] = []
@@ -32,7 +32,7 @@ def store_records(records: Sequence[Any]) -> BatchOutcome:
         (r.message_id, r.body) if hasattr(r, "body") else (r["messageId"], r["body"])
         for r in records
     ]
-    return store_batch(behaviour.record, messages)
+    return store_batch(one_call_each(behaviour.record), messages)
 
 
 def _batch_processor() -> Any:

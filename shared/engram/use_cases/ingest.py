@@ -59,13 +59,13 @@ from pydantic import TypeAdapter, ValidationError
 from engram import limits
 from engram.behaviour.emission import EmissionRules, observations_from_events
 from engram.behaviour.inputs import EventsRequest, ObservationsRequest
-from engram.behaviour.models import TRUSTED, Observation
+from engram.behaviour.models import Observation
 from engram.clock import Clock, SystemClock
 from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
 from engram.extraction.models import TranscriptJob, TranscriptRequest
 from engram.fields import Identifier
 from engram.identity import Caller
-from engram.use_cases.ingest_messages import encode_messages
+from engram.use_cases.ingest_messages import encode_messages, observation_item
 from engram.use_cases.ports import IdempotencyKeys, Limiter, MessageQueue
 
 log = logging.getLogger(__name__)
@@ -157,12 +157,16 @@ class IngestService:
         queue.send(bodies)
 
     def _queue(self, caller: Caller, observations: Sequence[Observation]) -> Accepted:
-        if self.limiter is not None and observations:
-            self.limiter.check(caller.identity_id, cost=len(observations))
-        bodies = encode_messages(caller.identity_id, observations, self.max_message_bytes)
+        return self._queue_items(caller, [observation_item(o) for o in observations])
+
+    def _queue_items(self, caller: Caller, items: Sequence[dict[str, Any]]) -> Accepted:
+        """Queue observations of ``caller`` (as ``observation_item`` gives them), all or none."""
+        if self.limiter is not None and items:
+            self.limiter.check(caller.identity_id, cost=len(items))
+        bodies = encode_messages(caller.identity_id, items, self.max_message_bytes)
         if bodies:
             self._send(self.queue, bodies, "ingest")
-        return Accepted(ids=[o.id for o in observations])
+        return Accepted(ids=[str(item["id"]) for item in items])
 
     def _batch_id(
         self, caller: Caller, route: str, body: Any, idempotency_key: str | None, now: int
@@ -209,16 +213,13 @@ class IngestService:
             if created is not None:
                 self._check_created_at(index, created, now)
         batch = self._batch_id(caller, "observations", items, idempotency_key, now)
-        # the request model checked every item (metadata per type included)
-        observations = [
-            Observation.model_validate(
-                {"createdAt": now, "id": _derived_id(batch, index), **item}
-                | {"identityId": caller.identity_id},
-                context=TRUSTED,
-            )
+        # the request model checked every field of every item (metadata per type included);
+        # what is added here is valid by construction (a derived hex id, the arrival time)
+        queued = [
+            {"createdAt": now, "id": _derived_id(batch, index), **item}
             for index, item in enumerate(items)
         ]
-        return self._queue(caller, observations)
+        return self._queue_items(caller, queued)
 
     def _check_created_at(self, index: int, created: int, now: int) -> None:
         field = f"observations.{index}.createdAt"

@@ -15,17 +15,18 @@ JSON, with its ``identityId``) per message — for as long as such a message can
 delivered (docs/operations.md, "Ingest at scale": until the queue's and its dead-letter queue's
 retention have passed since the ingest function stopped sending it).
 
-``store_batch`` groups a consumer batch by identity and records each group with one call
-(``BehaviourService.record``: one Redis round trip for one identity), so a batch costs one
-round trip per distinct identity; the messages of a group whose write failed are reported, the
-others are done. Recording is idempotent by observation id, so a redelivered message adds
-nothing.
+``store_batch`` groups a consumer batch by identity and writes each group with one call
+(``one_call_each(BehaviourService.record)``: one Redis round trip per identity), so a batch
+costs at most one round trip per distinct identity (a store that writes several identities in
+one pipeline can be given as the ``RecordMany`` instead); the messages of a group whose write
+failed are reported, the others are done. Recording is idempotent by observation id, so a
+redelivered message adds nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,26 +46,35 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", errors="surrogatepass"))
 
 
+def observation_item(observation: Observation) -> dict[str, Any]:
+    """An observation as a message carries it: camelCase JSON values, without the identity
+    (the message names it once) and the store's ``seq``."""
+    item: dict[str, Any] = observation.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude={"identity_id", "seq"}
+    )
+    return item
+
+
 def encode_messages(
-    identity_id: str, observations: Sequence[Observation], max_bytes: int
+    identity_id: str, items: Sequence[Mapping[str, Any]], max_bytes: int
 ) -> list[str]:
-    """The bodies that carry ``observations`` of ``identity_id``: one when they fit in
-    ``max_bytes``, else consecutive chunks, each at most ``max_bytes`` (in order, each
-    observation in exactly one). Raises ``ValueError`` when one observation alone does not fit
-    (a configuration error: the limit is below what one valid observation may weigh)."""
-    if not observations:
+    """The bodies that carry ``items`` (observations of ``identity_id`` as
+    ``observation_item`` gives them, already validated) in one message when they fit in
+    ``max_bytes``, else in consecutive chunks of at most ``max_bytes`` each (in order, each item
+    in exactly one). Raises ``ValueError`` when one item alone does not fit (a configuration
+    error: the limit is below what one valid observation may weigh)."""
+    if not items:
         return []
+    whole = _dumps({"v": MESSAGE_VERSION, "identityId": identity_id, "observations": items})
+    if _size(whole) <= max_bytes:
+        return [whole]  # the common case: one message, one encoding pass
     head = _dumps({"v": MESSAGE_VERSION, "identityId": identity_id, "observations": []})
     empty = _size(head)  # ends with "[]}"
     prefix = head[:-2]
-    items = [
-        o.model_dump_json(by_alias=True, exclude_none=True, exclude={"identity_id", "seq"})
-        for o in observations
-    ]
     bodies: list[str] = []
     chunk: list[str] = []
     size = empty
-    for item in items:
+    for item in map(_dumps, items):
         weight = _size(item) + (1 if chunk else 0)  # the comma before it
         if chunk and size + weight > max_bytes:
             bodies.append(prefix + ",".join(chunk) + "]}")
@@ -123,15 +133,33 @@ class _Group:
     observations: dict[str, Observation] = field(default_factory=dict)  # by id: once each
 
 
-def store_batch(
-    record: Callable[[str, Sequence[Observation]], int],
-    messages: Sequence[tuple[str, str]],
-) -> BatchOutcome:
-    """Store the observations of ``messages`` (``(message_id, body)`` pairs) with one
-    ``record(identity_id, observations)`` call per identity (see the module docstring).
+#: Records several identities' observations: per identity, how many were new or the
+#: exception its write raised (the others are written all the same).
+RecordMany = Callable[[Mapping[str, Sequence[Observation]]], Mapping[str, int | BaseException]]
 
-    A message that cannot be decoded fails alone; when ``record`` raises for an identity, every
-    message of that identity fails and the other identities are unaffected.
+
+def one_call_each(record: Callable[[str, Sequence[Observation]], int]) -> RecordMany:
+    """``RecordMany`` over ``record(identity_id, observations)`` (``BehaviourService.record``):
+    one call, so one Redis round trip, per identity."""
+
+    def record_many(groups: Mapping[str, Sequence[Observation]]) -> dict[str, int | BaseException]:
+        out: dict[str, int | BaseException] = {}
+        for identity, observations in groups.items():
+            try:
+                out[identity] = record(identity, observations)
+            except Exception as exc:  # reported per identity: SQS redelivers only its messages
+                out[identity] = exc
+        return out
+
+    return record_many
+
+
+def store_batch(record_many: RecordMany, messages: Sequence[tuple[str, str]]) -> BatchOutcome:
+    """Store the observations of ``messages`` (``(message_id, body)`` pairs) grouped by
+    identity, each identity's with one write (see the module docstring).
+
+    A message that cannot be decoded fails alone; when an identity's write fails, every message
+    of that identity fails and the other identities are unaffected.
     """
     outcome = BatchOutcome()
     groups: dict[str, _Group] = {}
@@ -145,11 +173,16 @@ def store_batch(
         group.message_ids.append(message_id)
         for observation in observations:
             group.observations.setdefault(observation.id, observation)
+    if not groups:
+        return outcome
+    written = record_many({i: list(g.observations.values()) for i, g in groups.items()})
     for identity, group in groups.items():
         outcome.identities += 1
-        try:
-            outcome.stored += record(identity, list(group.observations.values()))
-        except Exception as exc:  # reported per message: SQS redelivers only these
-            for message_id in group.message_ids:
-                outcome.failed[message_id] = exc
+        result = written.get(identity)
+        if isinstance(result, int):
+            outcome.stored += result
+            continue
+        error = result or RuntimeError("the store returned nothing for this identity")
+        for message_id in group.message_ids:
+            outcome.failed[message_id] = error
     return outcome

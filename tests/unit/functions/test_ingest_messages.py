@@ -19,7 +19,13 @@ from engram.clock import FakeClock
 from engram.errors import Unavailable
 from engram.identity import Caller
 from engram.use_cases.ingest import IngestService
-from engram.use_cases.ingest_messages import decode_message, encode_messages, store_batch
+from engram.use_cases.ingest_messages import (
+    decode_message,
+    encode_messages,
+    observation_item,
+    one_call_each,
+    store_batch,
+)
 
 ALICE = Caller(user_id="alice", team_id="acme")
 BOB = Caller(user_id="bob", team_id="acme")
@@ -108,7 +114,7 @@ def test_a_request_past_the_message_limit_is_chunks_whose_union_is_the_request(
     assert ids == accepted.ids  # in order, each once: no loss, no duplicate
     # each chunk is consumed on its own (here one chunk per batch, in reverse order)
     for message in reversed(messages_of(queue)):
-        assert store_batch(behaviour.record, [message]).failed == {}
+        assert store_batch(one_call_each(behaviour.record), [message]).failed == {}
     assert stored_ids(behaviour, "acme:alice") == sorted(accepted.ids)
 
 
@@ -128,7 +134,7 @@ def test_one_observation_larger_than_the_limit_is_a_configuration_error(clock: F
         {**item(1, "z" * 1000), "id": "a", "identityId": "acme:alice", "createdAt": 1}
     )
     with pytest.raises(ValueError, match="does not fit"):
-        encode_messages("acme:alice", [observation], 1024)
+        encode_messages("acme:alice", [observation_item(observation)], 1024)
 
 
 def test_the_sender_puts_a_request_in_one_call_and_batches_by_size() -> None:
@@ -159,7 +165,7 @@ def test_a_batch_of_mixed_identities_is_one_store_call_per_identity(
         clock.advance(ms=600_001)  # a new retry window: new ids for the same body
         ids.setdefault(caller.identity_id, []).extend(accepted.ids)
     record = Recorder(behaviour)
-    outcome = store_batch(record, messages_of(queue))
+    outcome = store_batch(one_call_each(record), messages_of(queue))
     assert outcome.failed == {}
     assert sorted(record.calls) == [("acme:alice", 30), ("acme:bob", 20), ("acme:carol", 10)]
     assert (outcome.identities, outcome.stored) == (3, 60)
@@ -176,13 +182,13 @@ def test_one_identity_failing_reports_only_its_messages(
         service.accept_observations(caller, request(5))
         clock.advance(ms=600_001)
     messages = messages_of(queue)
-    outcome = store_batch(Recorder(behaviour, down=["acme:alice"]), messages)
+    outcome = store_batch(one_call_each(Recorder(behaviour, down=["acme:alice"])), messages)
     assert sorted(outcome.failed) == ["m0", "m2"]  # alice's two messages
     assert len(stored_ids(behaviour, "acme:bob")) == len(stored_ids(behaviour, "acme:carol")) == 5
     assert stored_ids(behaviour, "acme:alice") == []
     # SQS redelivers alice's messages only; once the store is back they are stored
     retried = [m for m in messages if m[0] in outcome.failed]
-    assert store_batch(behaviour.record, retried).failed == {}
+    assert store_batch(one_call_each(behaviour.record), retried).failed == {}
     assert len(stored_ids(behaviour, "acme:alice")) == 10
 
 
@@ -191,12 +197,12 @@ def test_a_redelivered_batch_adds_nothing(clock: FakeClock, behaviour: Behaviour
     service = ingest(queue, clock)
     service.accept_observations(ALICE, request(20))
     service.accept_observations(BOB, request(20))
-    first = store_batch(behaviour.record, messages_of(queue))
+    first = store_batch(one_call_each(behaviour.record), messages_of(queue))
     assert (first.stored, first.failed) == (40, {})
-    again = store_batch(behaviour.record, messages_of(queue))
+    again = store_batch(one_call_each(behaviour.record), messages_of(queue))
     assert (again.stored, again.failed) == (0, {})
     # one message twice in one batch (SQS at-least-once): stored once
-    twice = store_batch(behaviour.record, messages_of(queue) * 2)
+    twice = store_batch(one_call_each(behaviour.record), messages_of(queue) * 2)
     assert (twice.stored, twice.failed) == (0, {})
     assert len(stored_ids(behaviour, "acme:alice")) == 20
 
@@ -212,7 +218,7 @@ def test_old_and_new_shapes_in_one_batch(clock: FakeClock, behaviour: BehaviourS
     ]
     record = Recorder(behaviour)
     messages = [("old-a", old[0]), *messages_of(queue), ("old-b", old[1])]
-    outcome = store_batch(record, messages)
+    outcome = store_batch(one_call_each(record), messages)
     assert outcome.failed == {}
     assert sorted(record.calls) == [("acme:alice", 4), ("acme:bob", 1)]
     assert stored_ids(behaviour, "acme:alice") == sorted([*accepted.ids, "old-0"])
@@ -230,6 +236,6 @@ def test_a_bad_message_fails_alone(clock: FakeClock, behaviour: BehaviourService
         ("bad-item", json.dumps({"v": 2, "identityId": "a:b", "observations": [{"id": "x"}]})),
         ("bad-old", json.dumps({"id": "x", "type": "tool_success"})),
     ]
-    outcome = store_batch(behaviour.record, [*bad, *messages_of(queue)])
+    outcome = store_batch(one_call_each(behaviour.record), [*bad, *messages_of(queue)])
     assert sorted(outcome.failed) == sorted(name for name, _ in bad)
     assert outcome.stored == 2
