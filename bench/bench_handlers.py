@@ -20,6 +20,10 @@
    after a warm-up, the same with nothing pending, and the floor: ``GET /v1/tools`` through
    the same server (HTTP + API Gateway emulation + token verification + Lambda dispatch, no
    store); ``GET /v1/health`` (one Redis and one PostgreSQL ping) is reported beside it.
+   Each timed session's Redis work is read from the server (``INFO commandstats`` and
+   ``stats``: commands, a script's own included, and bytes).
+3. **Cost per million session starts** (``bench.cost_model``): from this run's p50s and Redis
+   work, the prod stage's memory size and docs/deployment.md's price table.
 
 Run alone: ``python -m bench handlers``.
 """
@@ -166,14 +170,15 @@ def bench_imports(runs: int) -> dict[str, Any]:
 
 # --- 2. warm sessions ---------------------------------------------------------------------
 @contextlib.contextmanager
-def _redis_base() -> Iterator[str]:
+def _redis_base() -> Iterator[tuple[str, str]]:
+    """The service's Redis URL and an administrator's (``INFO`` is not the service's)."""
     if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+        yield os.environ["REDIS_URL"], os.environ["REDIS_URL"]
         return
     from tests.support.services import redis_server
 
     with redis_server() as server:
-        yield server.url
+        yield server.url, server.admin_url
 
 
 def _percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -240,7 +245,7 @@ def bench_sessions(requests: int, warmup: int) -> dict[str, Any]:
     from engram.adapters.redis_behaviour import RedisBehaviourStore
 
     with (
-        _redis_base() as base,
+        _redis_base() as (base, admin_url),
         run_local_service(base, extra_env={"ENGRAM_MAINTENANCE_INTERVAL_S": "3600"}) as svc,
     ):
         tenant = svc.tenant()
@@ -273,23 +278,37 @@ def bench_sessions(requests: int, warmup: int) -> dict[str, Any]:
             raise RuntimeError(f"seeding facts: {len(first['facts'])} facts, {first['degraded']}")
         rounds = iter(range(1_000_000))
 
+        admin = redis.Redis.from_url(admin_url)
+        snapshot_overhead = _redis_work(admin, _redis_work(admin))
+
         def timed_sessions(sender: _Sender, n: int, pending: int) -> dict[str, Any]:
             samples: list[float] = []
             degraded = 0
             facts = 0
+            commands = moved = 0.0
             for _ in range(n):
                 if pending:
                     salt = uuid.uuid4().hex[:8]
                     batch = _observations(identity, pending, now_ms + next(rounds), salt)
                     store.append(identity, batch)
+                before = _redis_work(admin)
                 started = time.perf_counter()
                 status, body = sender.send("POST", "/v1/sessions", headers, {})
                 samples.append((time.perf_counter() - started) * 1000)
+                work = _redis_work(admin, before)
+                commands += work[0] - snapshot_overhead[0]
+                moved += work[1] - snapshot_overhead[1]
                 if status != 200:
                     raise RuntimeError(f"session answered {status}: {body}")
                 degraded += bool(body["degraded"])
                 facts = len(body["facts"])
-            return {**_percentiles(samples), "degradedResponses": degraded, "factsReturned": facts}
+            return {
+                **_percentiles(samples),
+                "degradedResponses": degraded,
+                "factsReturned": facts,
+                "redisCommandsPerSession": round(commands / n, 1),
+                "redisBytesPerSession": round(moved / n),
+            }
 
         def timed_get(sender: _Sender, path: str, n: int) -> dict[str, Any]:
             samples: list[float] = []
@@ -320,6 +339,7 @@ def bench_sessions(requests: int, warmup: int) -> dict[str, Any]:
         _, last = keep_alive.send("POST", "/v1/sessions", headers, {})
         keep_alive.close()
         client.close()
+        admin.close()
 
     return {
         "seed": {
@@ -334,6 +354,40 @@ def bench_sessions(requests: int, warmup: int) -> dict[str, Any]:
         "promptChars": len(last["prompt"]),
         "memoriesInSession": len(last["memories"]),
     }
+
+
+def _redis_work(client: Any, since: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(commands, network bytes) the server has done (``INFO`` excluded), or since ``since``;
+    a script's own commands count (``INFO commandstats`` counts them)."""
+    commands = sum(
+        int(v["calls"]) for k, v in client.info("commandstats").items() if k != "cmdstat_info"
+    )
+    stats = client.info("stats")
+    moved = int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"])
+    if since is None:
+        return commands, moved
+    return commands - since[0], moved - since[1]
+
+
+def session_cost(sessions: dict[str, Any]) -> dict[str, Any]:
+    """Dollars per million session starts (``bench.cost_model``) from this run: the Lambda's
+    duration is the keep-alive session p50 (1,000 pending) less the authenticated floor route
+    (HTTP, gateway, token: not the function's time in AWS); PostgreSQL's busy time, at most
+    the nothing-pending session less the floor (recall is what that session does)."""
+    from bench import cost_model
+
+    k = sessions["keepAlive"]
+    pending, idle = k["sessionWith1000Pending"], k["sessionNothingPending"]
+    floor = k["floorAuthenticatedRoute"]["p50Ms"]
+    moved = pending["redisBytesPerSession"]
+    out = cost_model.per_million_sessions(
+        session_ms=round(max(pending["p50Ms"] - floor, 0.1), 2),
+        postgres_ms=round(max(idle["p50Ms"] - floor, 0.1), 2),
+        ecpus_per_session=cost_model.ecpus(pending["redisCommandsPerSession"], moved),
+        stage=cost_model.stage_values(),
+    )
+    out["before"] = "the same: one message per request changes nothing a session start does"
+    return out
 
 
 class _Sender:
@@ -395,7 +449,17 @@ def run(results_dir: Path) -> dict[str, Any]:
         f"{sessions['newConnection']['floorAuthenticatedRoute']['p50Ms']} ms; keep-alive p50 "
         f"{k['p50Ms']} ms, p99 {k['p99Ms']} ms"
     )
-    return {"imports": imports, "sessions": sessions, "summary": summary}
+    cost = session_cost(sessions)
+    summary += (
+        f"\n   cost per million session starts (prices of {cost['priceTableDate']}, before = "
+        f"after): ${cost['total']:.2f} ({cost['dollars']})"
+    )
+    return {
+        "imports": imports,
+        "sessions": sessions,
+        "costPerMillionSessions": cost,
+        "summary": summary,
+    }
 
 
 if __name__ == "__main__":
