@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engram import limits
 from engram.bedrock_ids import parse_model_id
 from engram.settings import Settings
 
@@ -27,6 +28,11 @@ LAMBDA_FUNCTIONS: tuple[str, ...] = (
     "events",
 )
 """The API/queue/schedule functions; each lives in ``functions/<name>/handler.py``."""
+
+LAMBDA_INVOKE_PAYLOAD_BYTES = 6 * 1024 * 1024
+"""Lambda's synchronous invoke payload limit, which an SQS event source's batch stays under."""
+SQS_RECORD_FIELDS_BYTES = 1024
+"""About what one SQS record adds around its body in the event (ids, receipt, attributes)."""
 
 CACHE_ROTATION_FUNCTION = "rotate_cache"
 """The rotation function of the cache secret (``functions/rotate_cache/handler.py``), invoked
@@ -131,7 +137,17 @@ class StageConfig(BaseModel):
     max_receive_count: int = Field(default=5, ge=5, le=1000)
     dlq_retention_days: int = Field(default=14, ge=1, le=14)
     visibility_timeout_factor: int = Field(
-        default=6, ge=6, description="Queue visibility timeout = factor x consumer timeout."
+        default=6,
+        ge=6,
+        description="Queue visibility timeout = factor x consumer timeout (+ the ingest "
+        "queue's batching window).",
+    )
+    ingest_max_message_bytes: int = Field(
+        default=limits.DEFAULT_QUEUE_MESSAGE_BYTES,
+        ge=limits.MIN_QUEUE_MESSAGE_BYTES,
+        le=limits.MAX_QUEUE_MESSAGE_BYTES,
+        description="The ingest queue's (and its DLQ's) MaximumMessageSize; the ingest "
+        "function splits a request's observations into messages of at most this size.",
     )
     # --- schedules -----------------------------------------------------------------------
     maintenance_every_minutes: int = Field(default=5, ge=1, le=1440)
@@ -254,7 +270,20 @@ class StageConfig(BaseModel):
 
     @property
     def ingest_visibility_timeout_s(self) -> int:
-        return self.visibility_timeout_factor * self.function("ingest_consumer").timeout_s
+        """AWS's rule for a queue that drives a function: at least six times the function's
+        timeout plus the batching window."""
+        consumer = self.function("ingest_consumer").timeout_s
+        return self.visibility_timeout_factor * consumer + self.ingest_batch_window_s
+
+    @property
+    def ingest_messages_per_invoke(self) -> int:
+        """The most messages one consumer invoke gets: the batch size, or fewer when that many
+        of the largest messages (with ~1 KiB of record fields each) would pass Lambda's 6 MB
+        invoke payload limit (the event source mapping then sends a smaller batch)."""
+        fit = LAMBDA_INVOKE_PAYLOAD_BYTES // (
+            self.ingest_max_message_bytes + SQS_RECORD_FIELDS_BYTES
+        )
+        return min(self.ingest_batch_size, fit)
 
     @property
     def extraction_visibility_timeout_s(self) -> int:

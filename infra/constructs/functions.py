@@ -150,6 +150,8 @@ class Functions:
         if name not in OUTSIDE_VPC:
             env["ENGRAM_INGEST_QUEUE_URL"] = queues.ingest.queue.queue_url
             env["ENGRAM_EXTRACTION_QUEUE_URL"] = queues.extraction.queue.queue_url
+        if name in INGEST_SENDERS:  # its messages are at most what the queue accepts
+            env["ENGRAM_INGEST_MAX_MESSAGE_BYTES"] = str(config.ingest_max_message_bytes)
         if name in CURSOR_SIGNERS:
             env["ENGRAM_CURSOR_KEY_SECRET_ARN"] = self.cursor_key.secret_arn
         if name in EVENT_PUBLISHERS:
@@ -163,6 +165,11 @@ class Functions:
 
     def _consume_queues(self) -> None:
         config = self.config
+        # The consumer (and its event source) is updated before the ingest functions: a new
+        # message shape is only ever sent once the consumer that reads it is deployed
+        # (CloudFormation would otherwise update them in parallel).
+        for sender in INGEST_SENDERS:
+            self.functions[sender].node.add_dependency(self.functions["ingest_consumer"])
         self.functions["ingest_consumer"].add_event_source(
             sources.SqsEventSource(
                 self.queues.ingest.queue,

@@ -22,12 +22,15 @@ class QueueWithDlq(Construct):
         visibility_timeout_s: int,
         max_receive_count: int,
         dlq_retention_days: int,
+        max_message_size_bytes: int | None = None,
     ) -> None:
         super().__init__(scope, id)
+        # the DLQ takes what the queue takes: a message redriven either way always fits
         self.dlq = sqs.Queue(
             self,
             "Dlq",
             queue_name=f"{queue_name}-dlq",
+            max_message_size_bytes=max_message_size_bytes,
             retention_period=Duration.days(dlq_retention_days),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -36,6 +39,7 @@ class QueueWithDlq(Construct):
             self,
             "Queue",
             queue_name=queue_name,
+            max_message_size_bytes=max_message_size_bytes,
             visibility_timeout=Duration.seconds(visibility_timeout_s),
             retention_period=Duration.days(4),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
@@ -60,6 +64,7 @@ class Queues:
             visibility_timeout_s=config.ingest_visibility_timeout_s,
             max_receive_count=config.max_receive_count,
             dlq_retention_days=config.dlq_retention_days,
+            max_message_size_bytes=config.ingest_max_message_bytes,
         )
         self.extraction = QueueWithDlq(
             scope,

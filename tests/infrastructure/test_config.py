@@ -49,7 +49,8 @@ def test_cross_field_rules() -> None:
 def test_visibility_timeouts_follow_the_consumers() -> None:
     for config in STAGES.values():
         consumer = config.function("ingest_consumer").timeout_s
-        assert config.ingest_visibility_timeout_s >= 6 * consumer
+        window = config.ingest_batch_window_s
+        assert config.ingest_visibility_timeout_s >= 6 * consumer + window
         assert (
             config.extraction_visibility_timeout_s >= 6 * config.function("maintenance").timeout_s
         )
@@ -69,3 +70,17 @@ def test_service_teams_are_unique() -> None:
         "acme",
         "acme-eu.2",
     )
+
+
+def test_ingest_batches_stay_under_lambdas_invoke_payload() -> None:
+    for config in STAGES.values():
+        per_invoke = config.ingest_messages_per_invoke
+        assert 1 <= per_invoke <= config.ingest_batch_size
+        assert per_invoke * (config.ingest_max_message_bytes + 1024) <= 6 * 1024 * 1024
+    big = StageConfig(name="dev", ingest_batch_size=100, ingest_max_message_bytes=1024 * 1024)
+    assert big.ingest_messages_per_invoke == 5  # 6 MB / (1 MiB + 1 KiB)
+    assert StageConfig(name="dev").ingest_messages_per_invoke == 23  # 256 KiB messages: not 50
+    with pytest.raises(ValidationError, match="ingest_max_message_bytes"):
+        StageConfig(name="dev", ingest_max_message_bytes=2 * 1024 * 1024)
+    with pytest.raises(ValidationError, match="ingest_max_message_bytes"):
+        StageConfig(name="dev", ingest_max_message_bytes=1024)

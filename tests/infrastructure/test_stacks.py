@@ -179,9 +179,43 @@ def test_visibility_timeout_is_at_least_six_times_the_consumer_timeout(prod: Syn
         if logical_id.startswith("Extraction") and "RedrivePolicy" in queue["Properties"]:
             consumers[logical_id] = _function_named(prod, "maintenance")
     assert len(consumers) == 2
+    windows = {
+        _ref(m["Properties"]["EventSourceArn"]): m["Properties"].get(
+            "MaximumBatchingWindowInSeconds", 0
+        )
+        for m in prod.resources("AWS::Lambda::EventSourceMapping").values()
+    }
     for queue_id, function_id in consumers.items():
         timeout = functions[function_id]["Properties"]["Timeout"]
-        assert queues[queue_id]["Properties"]["VisibilityTimeout"] >= 6 * timeout
+        window = windows.get(queue_id, 0)
+        assert queues[queue_id]["Properties"]["VisibilityTimeout"] >= 6 * timeout + window
+
+
+def test_the_ingest_queue_takes_the_stages_message_size_and_the_ingest_function_knows_it(
+    prod: Synthesized,
+) -> None:
+    size = STAGES["prod"].ingest_max_message_bytes
+    queues = prod.resources("AWS::SQS::Queue", "Service")
+    ingest = [q for k, q in queues.items() if k.startswith("IngestQueue")]
+    assert len(ingest) == 2  # the queue and its DLQ: a redriven message always fits
+    assert {q["Properties"]["MaximumMessageSize"] for q in ingest} == {size}
+    for name, fn in ((n, _function_named(prod, n)) for n in LAMBDA_FUNCTIONS):
+        env = _engram_functions(prod)[fn]["Properties"]["Environment"]["Variables"]
+        expected = str(size) if name == "ingest" else None
+        assert env.get("ENGRAM_INGEST_MAX_MESSAGE_BYTES") == expected, name
+
+
+def test_the_ingest_consumer_is_deployed_before_the_ingest_function(prod: Synthesized) -> None:
+    """CloudFormation updates the consumer (and its event source) first, so an old consumer
+    never receives a message shape it cannot read."""
+    template = prod.template("Service")["Resources"]
+    ingest, consumer = _function_named(prod, "ingest"), _function_named(prod, "ingest_consumer")
+    depends = set(template[ingest].get("DependsOn", []))
+    assert consumer in depends
+    mappings = set(prod.resources("AWS::Lambda::EventSourceMapping", "Service"))
+    assert mappings
+    assert mappings <= depends
+    assert ingest not in set(template[consumer].get("DependsOn", []))
 
 
 def test_event_sources_report_batch_item_failures_with_bounded_concurrency(
