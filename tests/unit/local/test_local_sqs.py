@@ -181,6 +181,14 @@ def test_batch_request_rules() -> None:
     with pytest.raises(LocalSqsError):
         send(q, "x" * (200 * 1024), "y" * (100 * 1024))
     assert q.pending() == 0
+    small = LocalQueue("small", max_message_bytes=2048)  # the queue's MaximumMessageSize
+    with pytest.raises(LocalSqsError) as info:
+        send(small, "x" * 1500, "y" * 1000)
+    assert info.value.code == "BatchRequestTooLong"
+    send(small, "x" * 1500, "y" * 500)
+    empty = small.send_message_batch([{"Id": "0", "MessageBody": ""}])
+    assert empty["Failed"][0]["Code"] == "InvalidParameterValue"
+    assert small.pending() == 2
 
 
 def test_client_shaped_front_routes_by_url(consumer: Consumer) -> None:
