@@ -57,6 +57,7 @@ from engram.clock import MS_PER_DAY, FakeClock
 from engram.identity import Caller
 from engram.memories.service import MemoryService
 from engram.settings import Settings
+from engram.use_cases.ingest_messages import decode_message
 
 MAX_CALLS = 3
 FOLLOW = 0.8
@@ -157,8 +158,8 @@ class _ConsumerQueue:
         assert self.record is not None
         groups: dict[str, list[Observation]] = defaultdict(list)
         for body in bodies:
-            observation = Observation.model_validate_json(body)
-            groups[observation.identity_id].append(observation)
+            identity, observations = decode_message(body)
+            groups[identity].extend(observations)
         for identity, observations in groups.items():
             self.stored += self.record(identity, observations)
         return len(bodies)

@@ -37,7 +37,7 @@ def test_duplicated_and_shuffled_deliveries_store_each_observation_once(live: Li
     live.queue.out_of_order = True
     accepted: list[str] = []
     for batch in range(5):
-        live.queue.duplicate_next(20)  # every message of this request is delivered twice
+        live.queue.duplicate_next(1)  # the request's one message is delivered twice
         res = http.post(
             "/v1/observations", json=observations(20, tool="get_account", start=batch * 20)
         )
@@ -45,7 +45,7 @@ def test_duplicated_and_shuffled_deliveries_store_each_observation_once(live: Li
         accepted += res.json()["ids"]
     assert live.queue.drain(30)
     assert live.queue.dead_letters == []
-    assert live.queue.stats.delivered >= 200  # the duplicates really were delivered
+    assert live.queue.stats.delivered >= 10  # the duplicates really were delivered
     book = live.ledger(IDENTITY)
     assert_exactly_once(book, accepted)
     assert book.seq == 100  # a duplicate never even took an arrival number
@@ -67,7 +67,7 @@ def test_late_out_of_order_observations_are_counted_in_the_next_round(live: Live
 
     # observations made long before the checkpoint reach Redis only now, shuffled, twice
     live.queue.out_of_order = True
-    live.queue.duplicate_next(6)
+    live.queue.duplicate_next(1)  # the request's one message, twice
     late = http.post(
         "/v1/observations",
         json=observations(6, tool="search", start=3, created_at=checkpoint_ms - 3_600_000),
