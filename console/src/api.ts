@@ -85,7 +85,7 @@ export function describeError(error: unknown): Problem {
     case "unavailable":
       return problem(
         "Engram is degraded",
-        "The service could not safely do this just now (503). Nothing was lost or done twice; try again in a moment.",
+        "It could not do this just now (503). Nothing was lost or done twice; try again in a moment.",
       );
     case "invalid_input":
     case "invalid_json":

@@ -7,6 +7,8 @@ import type { Auth, Identity } from "./auth/types";
 import { identityOf } from "./auth/types";
 import { type ConsoleConfig, loadConfig } from "./config";
 import { MyMemory } from "./pages/my-memory";
+import { Review } from "./pages/review";
+import { Settings } from "./pages/settings";
 import { type Route, useRoute } from "./router";
 import { type Session, SessionContext } from "./session";
 import { HealthBanner } from "./ui/health";
@@ -162,6 +164,8 @@ function SignIn({ auth, notice, onSignedIn }: { auth: Auth; notice: string | nul
 
 const PAGES: { route: Route; label: string; admin: boolean }[] = [
   { route: "memory", label: "My memory", admin: false },
+  { route: "review", label: "Review", admin: true },
+  { route: "settings", label: "Settings", admin: true },
 ];
 
 function Shell({ config, auth, identity, onSignedOut }: {
@@ -219,6 +223,8 @@ function Shell({ config, auth, identity, onSignedOut }: {
       <HealthBanner />
       <main id="main" tabIndex={-1}>
         {route === "memory" && <MyMemory />}
+        {route === "review" && allowed && <Review />}
+        {route === "settings" && allowed && <Settings />}
         {!allowed && <NotHere route={route} />}
       </main>
     </SessionContext.Provider>

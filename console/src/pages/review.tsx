@@ -1,0 +1,357 @@
+import { isEngramApiError, type Memory, unwrap } from "@engram/client";
+import { useEffect, useState } from "preact/hooks";
+
+import { useSession } from "../session";
+import { ConfidenceBar } from "../ui/confidence";
+import { plural, when } from "../ui/format";
+import { ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
+import { Empty, ErrorNotice, Flash, Loading, useFlash } from "../ui/states";
+
+const PAGE = 50;
+const REVIEW_SCOPES: Record<string, string> = {
+  user: "For one user",
+  persona: "For everyone using the persona",
+  persona_user: "For one user with the persona",
+};
+const DECIDED: Record<string, string> = { active: "approved", rejected: "rejected", archived: "archived" };
+
+export function Review() {
+  const { api } = useSession();
+  const [flash, showFlash] = useFlash();
+  const [persona, setPersona] = useState("");
+  const [applied, setApplied] = useState("");
+  const [items, setItems] = useState<Memory[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [state, setState] = useState<"loading" | "ready" | "error">("loading");
+  const [error, setError] = useState<unknown>(null);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [bulkBusy, setBulkBusy] = useState(false);
+  const [bulkProblems, setBulkProblems] = useState<string[]>([]);
+  const [bulkError, setBulkError] = useState<unknown>(null);
+
+  useEffect(() => {
+    document.title = "Review · Engram console";
+  }, []);
+
+  const load = async (from: string | null, personaId: string) => {
+    setState("loading");
+    setError(null);
+    try {
+      const page = await unwrap(
+        api.api.GET("/v1/review", {
+          params: {
+            query: { limit: PAGE, ...(personaId ? { personaId } : {}), ...(from ? { cursor: from } : {}) },
+          },
+        }),
+      );
+      setItems((previous) => (from ? [...previous, ...page.memories] : page.memories));
+      setCursor(page.nextCursor ?? null);
+      if (!from) setSelected(new Set());
+      setState("ready");
+    } catch (failure) {
+      setError(failure);
+      setState("error");
+    }
+  };
+  useEffect(() => {
+    void load(null, applied);
+  }, [api, applied]);
+
+  const drop = (id: string) => {
+    setItems((all) => all.filter((m) => m.id !== id));
+    setSelected((previous) => {
+      const next = new Set(previous);
+      next.delete(id);
+      return next;
+    });
+  };
+  const replace = (memory: Memory) => setItems((all) => all.map((m) => (m.id === memory.id ? memory : m)));
+  const toggle = (id: string, on: boolean) =>
+    setSelected((previous) => {
+      const next = new Set(previous);
+      if (on) next.add(id);
+      else next.delete(id);
+      return next;
+    });
+
+  const bulk = async (action: "approve" | "reject") => {
+    const ids = items.filter((m) => selected.has(m.id)).map((m) => m.id);
+    if (ids.length === 0) return;
+    setBulkBusy(true);
+    setBulkError(null);
+    setBulkProblems([]);
+    try {
+      const answer = await unwrap(api.api.POST("/v1/review/bulk", { body: { action, ids } }));
+      const byId = new Map(items.map((m) => [m.id, m]));
+      const problems: string[] = [];
+      let done = 0;
+      for (const result of answer.results) {
+        const name = byId.get(result.id)?.key ?? result.id;
+        if (result.ok) {
+          done += 1;
+          drop(result.id);
+        } else if (result.error?.code === "conflict") {
+          problems.push(`Conflict: “${name}” was already decided by another admin.`);
+          drop(result.id);
+        } else if (result.error?.code === "not_found") {
+          problems.push(`“${name}” is no longer in the queue.`);
+          drop(result.id);
+        } else {
+          problems.push(`“${name}”: ${result.error?.message ?? "not decided"}.`);
+        }
+      }
+      setBulkProblems(problems);
+      showFlash(
+        `${action === "approve" ? "Approved" : "Rejected"} ${plural(done, "proposal")}${problems.length ? `; ${plural(problems.length, "was", "were")} not` : ""}.`,
+      );
+    } catch (failure) {
+      setBulkError(failure);
+    } finally {
+      setBulkBusy(false);
+    }
+  };
+
+  const count = items.filter((m) => selected.has(m.id)).length;
+  const all = items.length > 0 && count === items.length;
+
+  return (
+    <div class="stack page">
+      <h1>Review</h1>
+      <p class="lead">
+        Memories Engram proposed from conversations wait here until an admin approves them (they are then recalled) or
+        rejects them (the same proposal never comes back).
+      </p>
+      <form
+        class="filters"
+        role="search"
+        aria-label="Filter the queue"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setApplied(persona.trim());
+        }}
+      >
+        <label>
+          Persona id
+          <input value={persona} onInput={(e) => setPersona(e.currentTarget.value)} placeholder="every persona" />
+        </label>
+        <div class="actions end">
+          <button type="submit">Show</button>
+          {applied && (
+            <button
+              type="button"
+              onClick={() => {
+                setPersona("");
+                setApplied("");
+              }}
+            >
+              Show every persona
+            </button>
+          )}
+        </div>
+      </form>
+      <Flash message={flash} />
+      <section class="card stack" aria-labelledby="queue-title">
+        <h2 id="queue-title">Pending proposals{applied ? ` for ${applied}` : ""}</h2>
+        {items.length > 0 && (
+          <div class="bulk" role="group" aria-label="Bulk actions">
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={all}
+                onChange={(e) => setSelected(e.currentTarget.checked ? new Set(items.map((m) => m.id)) : new Set())}
+              />
+              Select all shown
+            </label>
+            <button type="button" class="primary" disabled={count === 0 || bulkBusy} onClick={() => bulk("approve")}>
+              Approve selected ({count})
+            </button>
+            <button type="button" class="danger" disabled={count === 0 || bulkBusy} onClick={() => bulk("reject")}>
+              Reject selected ({count})
+            </button>
+          </div>
+        )}
+        {bulkError !== null && <ErrorNotice error={bulkError} onRetry={() => setBulkError(null)} retryLabel="Dismiss" />}
+        {bulkProblems.length > 0 && (
+          <div role="alert" class="notice error">
+            <ul>
+              {bulkProblems.map((problem) => (
+                <li key={problem}>{problem}</li>
+              ))}
+            </ul>
+          </div>
+        )}
+        {state === "error" && <ErrorNotice error={error} onRetry={() => void load(items.length ? cursor : null, applied)} />}
+        {state === "loading" && items.length === 0 && <Loading what="the review queue" />}
+        {state === "ready" && items.length === 0 && (
+          <Empty>Nothing to review{applied ? ` for persona ${applied}` : ""}. New proposals appear here as Engram learns from conversations.</Empty>
+        )}
+        {items.length > 0 && (
+          <ul class="items" aria-label="Pending proposals">
+            {items.map((memory) => (
+              <Proposal
+                key={memory.id}
+                memory={memory}
+                selected={selected.has(memory.id)}
+                onSelect={(on) => toggle(memory.id, on)}
+                onDecided={(message) => {
+                  drop(memory.id);
+                  showFlash(message);
+                }}
+                onChanged={replace}
+              />
+            ))}
+          </ul>
+        )}
+        {cursor && (
+          <div>
+            <button type="button" onClick={() => void load(cursor, applied)} disabled={state === "loading"}>
+              {state === "loading" ? "Loading…" : "Load more proposals"}
+            </button>
+          </div>
+        )}
+      </section>
+    </div>
+  );
+}
+
+function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
+  memory: Memory;
+  selected: boolean;
+  onSelect: (on: boolean) => void;
+  onDecided: (message: string) => void;
+  onChanged: (memory: Memory) => void;
+}) {
+  const { api } = useSession();
+  const [editing, setEditing] = useState(false);
+  const [history, setHistory] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const name = memory.key;
+  const path = { path: { id: memory.id } };
+
+  const act = async (work: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await work();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const approve = () =>
+    act(async () => {
+      const approved = await unwrap(api.api.POST("/v1/review/{id}/approve", { params: path, body: {} }));
+      onDecided(`Approved “${approved.key}”: it is recalled from now on.`);
+    });
+  const reject = () =>
+    act(async () => {
+      await unwrap(api.api.POST("/v1/review/{id}/reject", { params: path }));
+      onDecided(`Rejected “${name}”: it will not be proposed again.`);
+    });
+  /** The edit is made only on the version read (If-Match), so another admin's edit meanwhile is
+   * a conflict, not overwritten; then the edited proposal is approved. */
+  const editAndApprove = (change: { key: string; value: string }) =>
+    act(async () => {
+      let current = memory;
+      if (change.key !== memory.key || change.value !== memory.value) {
+        const body: { key?: string; value?: string } = {};
+        if (change.key !== memory.key) body.key = change.key;
+        if (change.value !== memory.value) body.value = change.value;
+        current = await unwrap(
+          api.api.PATCH("/v1/memories/{id}", { params: { ...path, header: ifMatch(memory) }, body: body as { key: string } }),
+        );
+        onChanged(current);
+      }
+      const approved = await unwrap(api.api.POST("/v1/review/{id}/approve", { params: path, body: {} }));
+      setEditing(false);
+      onDecided(`Approved “${approved.key}” with your changes.`);
+    });
+  const reload = () =>
+    act(async () => {
+      try {
+        const fresh = await unwrap(api.api.GET("/v1/memories/{id}", { params: path }));
+        if (fresh.status !== "pending_review") {
+          onDecided(`“${name}” was already ${DECIDED[fresh.status] ?? fresh.status} by another admin.`);
+          return;
+        }
+        setEditing(false);
+        onChanged(fresh);
+      } catch (failure) {
+        if (isEngramApiError(failure, "not_found")) {
+          onDecided(`“${name}” is no longer in the queue.`);
+          return;
+        }
+        throw failure;
+      }
+    });
+
+  return (
+    <li class="item" aria-label={`Proposal ${name}`}>
+      <div class="select">
+        <input
+          type="checkbox"
+          id={`select-${memory.id}`}
+          checked={selected}
+          aria-label={`Select ${name}`}
+          onChange={(e) => onSelect(e.currentTarget.checked)}
+        />
+      </div>
+      <div class="item-main">
+        {editing ? (
+          <MemoryEditor
+            memory={memory}
+            saveLabel="Approve with changes"
+            busy={busy}
+            onSave={editAndApprove}
+            onCancel={() => setEditing(false)}
+          />
+        ) : (
+          <p class="item-title">
+            <span class="key">{memory.key}</span> <span class="value">{memory.value}</span>
+          </p>
+        )}
+        <p class="meta">
+          <span class="tag">{REVIEW_SCOPES[memory.scope] ?? memory.scope}</span>
+          <ConfidenceBar value={memory.confidence} />
+          <span>Proposed {when(memory.createdAt)}</span>
+        </p>
+        <p class="meta provenance">
+          {memory.scope !== "user" && <span>Persona {memory.ownerId}.</span>}
+          {memory.userId && <span>About user {memory.userId}.</span>}
+          {memory.sourceChannelId ? (
+            <span>
+              Learnt from conversation <code>{memory.sourceChannelId}</code>.
+            </span>
+          ) : (
+            <span>No conversation recorded.</span>
+          )}
+        </p>
+        {error !== null && <ErrorNotice error={error} onRetry={reload} retryLabel="Reload" />}
+        {history && <MemoryHistory memoryId={memory.id} label={name} />}
+      </div>
+      {!editing && (
+        <div class="actions">
+          <button type="button" class="primary" aria-label={`Approve ${name}`} disabled={busy} onClick={approve}>
+            Approve
+          </button>
+          <button type="button" aria-label={`Edit ${name} and approve`} disabled={busy} onClick={() => setEditing(true)}>
+            Edit and approve
+          </button>
+          <button type="button" class="danger" aria-label={`Reject ${name}`} disabled={busy} onClick={reject}>
+            Reject
+          </button>
+          <button
+            type="button"
+            aria-label={`${history ? "Hide history of" : "History of"} ${name}`}
+            aria-expanded={history}
+            onClick={() => setHistory(!history)}
+          >
+            {history ? "Hide history" : "History"}
+          </button>
+        </div>
+      )}
+    </li>
+  );
+}
