@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { devSignIn } from "virtual:dev-sign-in";
 
 import { createApi } from "./api";
@@ -185,6 +185,15 @@ function Shell({ config, auth, identity, onSignedOut }: {
       signOut: () => onSignedOut(null),
     };
   }, [config, auth, identity]);
+  const first = useRef(true);
+  useEffect(() => {
+    // a new page: keyboard and screen-reader users start at its content, not at the top bar
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    document.getElementById("main")?.focus();
+  }, [route]);
   const pages = PAGES.filter((page) => !page.admin || identity.canAdminister);
   const allowed = pages.some((page) => page.route === route);
   const roles = [identity.isAdmin && "admin", identity.isTeamAdmin && "team admin"].filter(Boolean).join(", ");

@@ -1,6 +1,6 @@
 import type { components } from "@engram/client";
 import { type Memory, unwrap } from "@engram/client";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
@@ -459,6 +459,12 @@ function Erase({ onErased }: { onErased: () => void }) {
   const [counts, setCounts] = useState<{ memories: number; facts: number; observations: number } | null>(null);
   const [receipt, setReceipt] = useState<Receipt | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const confirmHeading = useRef<HTMLHeadingElement>(null);
+  const receiptHeading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (step === "confirm") confirmHeading.current?.focus();
+    if (step === "done") receiptHeading.current?.focus();
+  }, [step]);
 
   const open = async () => {
     setStep("confirm");
@@ -498,7 +504,7 @@ function Erase({ onErased }: { onErased: () => void }) {
       )}
       {(step === "confirm" || step === "erasing") && (
         <div role="group" aria-labelledby="erase-confirm-title" class="confirm stack">
-          <h3 id="erase-confirm-title">Erase everything about {identity.userId}?</h3>
+          <h3 id="erase-confirm-title" ref={confirmHeading} tabIndex={-1}>Erase everything about {identity.userId}?</h3>
           <p>This permanently deletes:</p>
           <ul>
             <li>
@@ -525,7 +531,7 @@ function Erase({ onErased }: { onErased: () => void }) {
       )}
       {step === "done" && receipt !== null && (
         <section aria-labelledby="receipt-title" class="receipt stack" role="status">
-          <h3 id="receipt-title">Erasure receipt</h3>
+          <h3 id="receipt-title" ref={receiptHeading} tabIndex={-1}>Erasure receipt</h3>
           <p>
             Everything about <strong>{receipt.userId}</strong> in team {receipt.teamId} was erased on {when(receipt.erasedAt)}.
           </p>

@@ -1,6 +1,6 @@
 import type { Memory } from "@engram/client";
 import { unwrap } from "@engram/client";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import { useSession } from "../session";
 import { when } from "./format";
@@ -22,6 +22,8 @@ export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel }: {
   const [key, setKey] = useState(memory.key);
   const [value, setValue] = useState(memory.value);
   const id = `edit-${memory.id}`;
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => first.current?.focus(), []);
   return (
     <form
       class="stack editor"
@@ -35,7 +37,7 @@ export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel }: {
       }}
     >
       <label for={`${id}-key`}>Key</label>
-      <input id={`${id}-key`} required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+      <input ref={first} id={`${id}-key`} required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
       <label for={`${id}-value`}>Value</label>
       <textarea
         id={`${id}-value`}
