@@ -376,7 +376,7 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
       </div>
       {!editing && (
         <div class="actions">
-          {mine && (
+          {mine && (memory.status === "active" || memory.status === "archived") && (
             <button type="button" aria-label={`Edit ${name}`} disabled={busy} onClick={() => setEditing(true)}>
               Edit
             </button>
