@@ -263,6 +263,13 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
 }) {
   const { api, identity } = useSession();
   const [editing, setEditing] = useState(false);
+  const editButton = useRef<HTMLButtonElement>(null);
+  const wasEditing = useRef(false);
+  useEffect(() => {
+    // back from the editor: focus returns to the button that opened it
+    if (wasEditing.current && !editing) editButton.current?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
   const [showHistory, setShowHistory] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -377,7 +384,7 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
       {!editing && (
         <div class="actions">
           {mine && (memory.status === "active" || memory.status === "archived") && (
-            <button type="button" aria-label={`Edit ${name}`} disabled={busy} onClick={() => setEditing(true)}>
+            <button ref={editButton} type="button" aria-label={`Edit ${name}`} disabled={busy} onClick={() => setEditing(true)}>
               Edit
             </button>
           )}

@@ -1,5 +1,5 @@
 import { isEngramApiError, type Memory, unwrap } from "@engram/client";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
@@ -223,6 +223,13 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
 }) {
   const { api } = useSession();
   const [editing, setEditing] = useState(false);
+  const editButton = useRef<HTMLButtonElement>(null);
+  const wasEditing = useRef(false);
+  useEffect(() => {
+    // back from the editor: focus returns to the button that opened it
+    if (wasEditing.current && !editing) editButton.current?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
   const [history, setHistory] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -336,7 +343,7 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
           <button type="button" class="primary" aria-label={`Approve ${name}`} disabled={busy} onClick={approve}>
             Approve
           </button>
-          <button type="button" aria-label={`Edit ${name} and approve`} disabled={busy} onClick={() => setEditing(true)}>
+          <button ref={editButton} type="button" aria-label={`Edit ${name} and approve`} disabled={busy} onClick={() => setEditing(true)}>
             Edit and approve
           </button>
           <button type="button" class="danger" aria-label={`Reject ${name}`} disabled={busy} onClick={reject}>
