@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { devSignIn } from "virtual:dev-sign-in";
 
 import { createApi } from "./api";
-import { CognitoAuth, SignInError } from "./auth/cognito";
+import { CognitoAuth, REFRESH_MARGIN_MS, SignInError } from "./auth/cognito";
 import type { Auth, Identity } from "./auth/types";
 import { identityOf } from "./auth/types";
 import { type ConsoleConfig, loadConfig } from "./config";
@@ -185,6 +185,27 @@ function Shell({ config, auth, identity, onSignedOut }: {
       signOut: () => onSignedOut(null),
     };
   }, [config, auth, identity]);
+  useEffect(() => {
+    // Cognito: refresh the ID token shortly before it expires, even while the page is idle
+    const cognito = cognitoOf(auth);
+    if (cognito === null) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const schedule = () => {
+      const tokens = auth.current();
+      if (!live || tokens?.refreshToken === undefined) return;
+      const due = Math.max(1000, tokens.expiresAt - REFRESH_MARGIN_MS - Date.now());
+      timer = setTimeout(() => {
+        // a refused refresh leaves no tokens: the next call asks to sign in again
+        cognito.refresh().then(schedule, () => undefined);
+      }, due);
+    };
+    schedule();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [auth, identity]);
   const first = useRef(true);
   useEffect(() => {
     // a new page: keyboard and screen-reader users start at its content, not at the top bar
