@@ -5,12 +5,12 @@ appends fresh observations (untimed), times the floors, then times ``consolidate
 plan + fenced commit), and counts the round trips the store made and the commands Redis
 processed. Floors, interleaved with the consolidations so they see the same machine load:
 
-- ``floorMs``: the issue's floor — one round trip reading the keys a consolidation reads, with
+- ``floorMs``: one round trip reading the keys a consolidation reads, with
   the same pipeline ``read_round`` uses (MULTI/EXEC: state fields, pending aggregate, facts);
 - ``ioFloorMs``: the I/O a round cannot avoid — the same reads plus writing back the same
   fact payloads a round writes, in one MULTI/EXEC round trip (no Lua, no Python planning);
 - ``naiveFloorMs``: one pipelined read of the pending observations themselves plus the facts
-  (what the seed's design, without the pending aggregate, would have to read).
+  (what a design without the pending aggregate, reading the log itself, would have to read).
 
 Consolidated observations are pruned between iterations (untimed) so every iteration sees the
 same sizes. ``redis-benchmark`` (PING, one
@@ -187,8 +187,8 @@ def io_floor(
 
 
 def naive_floor_read(client: redis.Redis, store: RedisBehaviourStore, identity: str) -> float:
-    """One pipelined read of the pending observations themselves plus the facts (the seed's
-    design reads these: what a consolidation without the pending aggregate would cost)."""
+    """One pipelined read of the pending observations themselves plus the facts: what a
+    consolidation without the pending aggregate would cost."""
     keys = store.keys(identity)
     cursor = int(client.hget(keys.state, "cursor") or 0)
     started = time.perf_counter_ns()

@@ -1,7 +1,8 @@
 """In-memory behavioural stores (development and unit tests). Thread-safe.
 
-``InMemoryBehaviourStore`` implements all three ports plus ``AtomicConsolidationStore``;
-the three single-port classes exist for the seed's API and for mixing stores.
+``InMemoryBehaviourStore`` is a ``BehaviourStore`` with a fenced round commit; the three
+single-part classes are the separate observation log, fact repository and checkpoint store
+``engram.consolidate`` also takes (each its own data: they never share a backing).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, overload
 
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.ports import (
+    BehaviourStore,
     RoundInput,
     aggregate,
     decode_identity_cursor,
@@ -28,9 +30,6 @@ _GENERATIONS = itertools.count(1)
 class _Base:
     def __init__(self) -> None:
         self._lock = threading.RLock()
-
-    def shares_backing_with(self, other: object) -> bool:
-        return other is self
 
 
 class InMemoryObservationLog(_Base):
@@ -147,8 +146,8 @@ class InMemoryCheckpointStore(_Base):
             self._cursor[identity_id] = value
 
 
-class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
-    """All three ports on shared state, with an atomic fenced commit."""
+class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository, BehaviourStore):
+    """The whole store on shared state, with a fenced round commit."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         InMemoryObservationLog.__init__(self)
@@ -157,7 +156,6 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
         self._active: dict[str, int] = {}
         self._gen: dict[str, int] = {}  # drawn on first append; gone with an erasure (fence)
         self.clock = clock or SystemClock()
-        self.checkpoints = _CheckpointView(self)
 
     def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
         with self._lock:
@@ -165,8 +163,6 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
             self._gen.setdefault(identity_id, next(_GENERATIONS))
             return super().append(identity_id, observations)
 
-    # The fact repository's get() wins the name; the checkpoint port is ``self.checkpoints``
-    # (or pass the store itself: consolidate() uses the atomic path and never calls it).
     def get_checkpoint(self, identity_id: str) -> int | None:
         with self._lock:
             return self._cursor.get(identity_id)
@@ -174,9 +170,6 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
     def set_checkpoint(self, identity_id: str, value: int) -> None:
         with self._lock:
             self._cursor[identity_id] = value
-
-    def shares_backing_with(self, other: object) -> bool:
-        return other is self or other is self.checkpoints
 
     def read_round(self, identity_id: str) -> RoundInput:
         with self._lock:
@@ -256,9 +249,6 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
             self.erase(identity_id)
             return True
 
-    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
-        return self.delete(identity_id, [fact_id]) == 1
-
     @overload
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
@@ -292,16 +282,3 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository):
         if len(page) < limit:
             return [i for i, _ in page], ""
         return [i for i, _ in page], encode_identity_cursor(page[-1][1], page[-1][0])
-
-
-class _CheckpointView:
-    """The checkpoint port of an ``InMemoryBehaviourStore``."""
-
-    def __init__(self, store: InMemoryBehaviourStore) -> None:
-        self._store = store
-
-    def get(self, identity_id: str) -> int | None:
-        return self._store.get_checkpoint(identity_id)
-
-    def set(self, identity_id: str, value: int) -> None:
-        self._store.set_checkpoint(identity_id, value)

@@ -1,18 +1,20 @@
-"""Consolidation: observations become facts (seed §2, SPEC §2).
+"""Consolidation: pending observations become facts, once per round.
 
-``consolidate`` runs the seed's ten steps. When the three stores share one backing store that
-implements ``AtomicConsolidationStore`` it reads once and commits facts + checkpoint + prune in
-one fenced write (a constant number of round trips; a concurrent round that lost the race
-re-reads and returns the winner's facts). Otherwise it uses the seed's methods, and each fact
-remembers the arrival sequence it was reinforced up to (``round_cursor``), so a crash between
-writing facts and the checkpoint does not reinforce twice on the rerun.
+A round reads the identity's checkpoint, pending observations (as key groups) and facts from
+one ``BehaviourStore``; at most one reinforcement per fact, however many observations map to
+it; new facts for new keys; untouched facts decay and expired ones go; then one commit of
+facts + checkpoint + prune. A store that fences its commit (Redis, in-memory) makes a round
+exactly-once even under concurrency: a round that lost the race re-reads and returns the
+winner's facts. Every fact also remembers the arrival sequence it was reinforced up to
+(``round_cursor``), so a crash between writing facts and the checkpoint never reinforces
+twice on the rerun, whatever the store.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from engram.behaviour.decay import (
     MAX_CONFIDENCE,
@@ -23,21 +25,23 @@ from engram.behaviour.decay import (
 )
 from engram.behaviour.models import Fact, FactCategory, fact_id, trusted_fact
 from engram.behaviour.ports import (
-    AtomicConsolidationStore,
+    BehaviourStore,
     CheckpointStore,
-    ConditionalFactDelete,
     FactRepository,
     KeyGroup,
     ObservationLog,
     RoundInput,
-    aggregate,
 )
 from engram.behaviour.sanitize import quote_name
+from engram.behaviour.separate import resolve_store
 from engram.clock import MS_PER_DAY
 from engram.errors import InvalidInput
 
-PRUNE_KEEP_MS = 7 * MS_PER_DAY  # the seed's checkpoint buffer (a constant)
-OBSERVATION_RETENTION_DAYS = 30  # the seed's default (``Settings.observation_retention_days``)
+#: Consolidated observations are kept this long below the newest one consolidated.
+PRUNE_KEEP_MS = 7 * MS_PER_DAY
+#: Observations older than this are dropped, consolidated or not (the default of
+#: ``Settings.observation_retention_days``).
+OBSERVATION_RETENTION_DAYS = 30
 RETENTION_MS = OBSERVATION_RETENTION_DAYS * MS_PER_DAY
 MAX_ATTEMPTS = 3
 
@@ -168,16 +172,6 @@ def _now(now: int | None) -> int:
     return now if now is not None else time.time_ns() // 1_000_000
 
 
-def _atomic_store(
-    observations: object, facts: object, checkpoints: object
-) -> AtomicConsolidationStore | None:
-    if not isinstance(observations, AtomicConsolidationStore):
-        return None
-    if observations.shares_backing_with(facts) and observations.shares_backing_with(checkpoints):
-        return observations
-    return None
-
-
 def consolidate(
     identity_id: str,
     *,
@@ -190,51 +184,50 @@ def consolidate(
 ) -> list[Fact]:
     """Consolidate pending observations of one identity into facts.
 
+    The three stores may be parts of one store (``store, store, store.checkpoints``; the
+    Redis classes on one server and prefix) — then the round is that store's, fenced — or
+    separate objects with the observation log, fact repository and checkpoint methods.
+    Returns the active facts with their current confidence (best ranked first).
+    """
+    store = resolve_store(observations, facts, checkpoints)
+    return consolidate_store(
+        store, identity_id, decay=decay, now=now, retention_days=retention_days
+    )
+
+
+def consolidate_store(
+    store: BehaviourStore,
+    identity_id: str,
+    *,
+    decay: DecayStrategy,
+    now: int | None = None,
+    retention_days: int = OBSERVATION_RETENTION_DAYS,
+) -> list[Fact]:
+    """One consolidation round of ``identity_id`` on ``store``.
+
     Observations older than ``retention_days`` are dropped whether consolidated or not;
     consolidated ones are kept 7 days below the checkpoint (``PRUNE_KEEP_MS``).
-    Returns the active facts with their current confidence (best ranked first).
     """
     if retention_days < 1:
         raise InvalidInput("retentionDays", "must be at least 1")
     now_ms = _now(now)
     retention_ms = retention_days * MS_PER_DAY
-    atomic = _atomic_store(observations, facts, checkpoints)
-    if atomic is not None:
-        return _consolidate_atomic(identity_id, atomic, decay, now_ms, retention_ms)
-    return _consolidate_ports(
-        identity_id,
-        observations=observations,
-        facts=facts,
-        checkpoints=checkpoints,
-        decay=decay,
-        now=now_ms,
-        retention_ms=retention_ms,
-    )
-
-
-def _consolidate_atomic(
-    identity_id: str,
-    store: AtomicConsolidationStore,
-    decay: DecayStrategy,
-    now: int,
-    retention_ms: int,
-) -> list[Fact]:
     fast = numeric_decay(decay)
     read: RoundInput | None = None
     for attempt in range(MAX_ATTEMPTS):
         read = store.read_round(identity_id)  # fresh objects: no copies needed below
         if read.observation_count == 0:
-            return with_current_confidence(read.facts, decay, now, copy=False)
+            return with_current_confidence(read.facts, decay, now_ms, copy=False)
         plan: _InPlacePlan | None = None
         if fast is not None:
             # only the last attempt's read is answered with if fenced out: keep its undo
             plan = _plan_in_place(
-                identity_id, read, fast, now, keep_undo=attempt == MAX_ATTEMPTS - 1
+                identity_id, read, fast, now_ms, keep_undo=attempt == MAX_ATTEMPTS - 1
             )
             upserts, deletes, active = plan.upserts, plan.deletes, plan.active
         else:
             upserts, deletes, active = plan_round(
-                identity_id, read.groups, read.facts, decay, now=now, round_cursor=read.max_seq
+                identity_id, read.groups, read.facts, decay, now=now_ms, round_cursor=read.max_seq
             )
         if store.commit_round(
             identity_id,
@@ -242,17 +235,17 @@ def _consolidate_atomic(
             upserts=upserts,
             deletes=deletes,
             prune_before_ms=read.max_created_at - PRUNE_KEEP_MS,
-            hard_prune_before_ms=now - retention_ms,
-            now_ms=now,
+            hard_prune_before_ms=now_ms - retention_ms,
+            now_ms=now_ms,
         ):
             if plan is not None:
                 return plan.ranked(decay.expiry_threshold)
-            return with_current_confidence(active, decay, now, copy=False)
+            return with_current_confidence(active, decay, now_ms, copy=False)
         if plan is not None:
             plan.undo()  # fenced out: the read facts are as read again
     # Fenced out every time (a storm of concurrent rounds): answer with what was read.
     assert read is not None
-    return with_current_confidence(read.facts, decay, now, copy=False)
+    return with_current_confidence(read.facts, decay, now_ms, copy=False)
 
 
 _MUTABLE = (
@@ -315,27 +308,12 @@ def _plan_in_place(
     undo = plan._undo.append if keep_undo else None
     rerun: list[Fact] = []
     new_ease = decay.new_fact_ease()
-    affinity, avoidance = FactCategory.TOOL_AFFINITY, FactCategory.TOOL_AVOIDANCE
-    for category, subject, label, _count, successes, failures, max_seq in read.groups:
+    for group in read.groups:
+        category, subject, _label, _count, successes, failures, max_seq = group
         touch(subject)
         current = by_subject.get(subject)
         if current is None:
-            fact = trusted_fact(
-                {
-                    "id": fact_id(subject),
-                    "identity_id": identity_id,
-                    "category": category,
-                    "subject": subject,
-                    "content": fact_content(category, label, subject),
-                    "confidence": NEW_FACT_CONFIDENCE,
-                    "reinforcement_count": 1,
-                    "last_reinforced_at": now,
-                    "created_at": now,
-                    "updated_at": now,
-                    "ease_factor": new_ease,
-                    "round_cursor": round_cursor,
-                }
-            )
+            fact = _new_fact(identity_id, group, now, new_ease, round_cursor)
             by_subject[subject] = fact
             upsert(fact)
             active(fact)
@@ -346,22 +324,14 @@ def _plan_in_place(
         if cursor is not None and cursor >= max_seq:
             rerun.append(current)  # already reinforced by these very observations
             continue
-        confidence = d["confidence"]
-        ease = d["ease_factor"]
         if undo is not None:
             undo((d, tuple(d[name] for name in _MUTABLE)))
         if plain:
-            confidence = min(MAX_CONFIDENCE, confidence + amount)
+            confidence = min(MAX_CONFIDENCE, d["confidence"] + amount)
+            ease = d["ease_factor"]
         else:
-            # KeyGroup.quality(), inlined
-            total = successes + failures
-            if category is affinity and total:
-                quality = successes / total
-            elif category is avoidance and total:
-                quality = failures / total
-            else:
-                quality = 1.0
-            confidence, ease = reinforced_values(confidence, ease, quality)
+            quality = _quality(category, successes, failures)
+            confidence, ease = reinforced_values(d["confidence"], d["ease_factor"], quality)
         d["confidence"] = confidence
         d["reinforcement_count"] += 1
         d["last_reinforced_at"] = now
@@ -371,9 +341,55 @@ def _plan_in_place(
         upsert(current)
         active(current)
         keep(confidence)  # reinforced at ``now``: current = stored
-    # untouched facts decay (and go once expired); rerun facts stay, whatever their decay
-    idle = [f for f in read.facts if f.subject not in touched]
+    _decay_the_rest(plan, read.facts, touched=touched, rerun=rerun, decay=decay, now=now)
+    return plan
+
+
+def _new_fact(
+    identity_id: str, group: KeyGroup, now: int, ease: float | None, round_cursor: int
+) -> Fact:
+    """A fact first seen this round (its values computed here: built without validation)."""
+    return trusted_fact(
+        {
+            "id": fact_id(group.subject),
+            "identity_id": identity_id,
+            "category": group.category,
+            "subject": group.subject,
+            "content": fact_content(group.category, group.label, group.subject),
+            "confidence": NEW_FACT_CONFIDENCE,
+            "reinforcement_count": 1,
+            "last_reinforced_at": now,
+            "created_at": now,
+            "updated_at": now,
+            "ease_factor": ease,
+            "round_cursor": round_cursor,
+        }
+    )
+
+
+def _quality(category: FactCategory, successes: int, failures: int) -> float:
+    """``KeyGroup.quality`` from its fields."""
+    total = successes + failures
+    if category is FactCategory.TOOL_AFFINITY and total:
+        return successes / total
+    if category is FactCategory.TOOL_AVOIDANCE and total:
+        return failures / total
+    return 1.0
+
+
+def _decay_the_rest(
+    plan: _InPlacePlan,
+    facts: Sequence[Fact],
+    *,
+    touched: set[str],
+    rerun: Sequence[Fact],
+    decay: ExponentialDecay,
+    now: int,
+) -> None:
+    """Untouched facts decay (and go once expired); rerun facts stay, whatever their decay."""
+    idle = [f for f in facts if f.subject not in touched]
     threshold = decay.expiry_threshold
+    active, keep = plan.active.append, plan.currents.append
     for fact, value in zip(idle, _current_confidences(idle, decay, now), strict=True):
         if value < threshold:
             plan.deletes.append(fact.id)
@@ -383,51 +399,25 @@ def _plan_in_place(
     for fact, value in zip(rerun, _current_confidences(rerun, decay, now), strict=True):
         active(fact)
         keep(value)
-    return plan
 
 
-def _consolidate_ports(
-    identity_id: str,
-    *,
-    observations: ObservationLog,
-    facts: FactRepository,
-    checkpoints: CheckpointStore,
-    decay: DecayStrategy,
-    now: int,
-    retention_ms: int,
-) -> list[Fact]:
-    checkpoint = checkpoints.get(identity_id)  # 1. read checkpoint
-    pending = observations.since(identity_id, checkpoint)  # 2. fetch new observations
-    existing = facts.get(identity_id)
-    if not pending:  # 3. short-circuit
-        return with_current_confidence(existing, decay, now)
-    max_seq = max(o.seq or 0 for o in pending)
-    groups = aggregate(pending)  # 5. unique fact keys
-    upserts, deletes, active = plan_round(  # 4, 6, 7
-        identity_id, groups, existing, decay, now=now, round_cursor=max_seq
-    )
-    if upserts:  # 8. persist, checkpoint last
-        facts.upsert_batch(identity_id, upserts)
-    if deletes:
-        facts.delete(identity_id, deletes)
-    checkpoints.set(identity_id, max_seq)
-    max_created = max(o.created_at for o in pending)  # 9. prune
-    observations.prune(identity_id, max_created - PRUNE_KEEP_MS, up_to_seq=max_seq)
-    observations.prune(identity_id, now - retention_ms)
-    return with_current_confidence(active, decay, now)  # 10.
+class SweepableFacts(Protocol):
+    """What ``sweep_expired`` needs of a store (every ``BehaviourStore`` has it)."""
+
+    def get(self, identity_id: str) -> list[Fact]: ...
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int: ...
 
 
 def sweep_expired(
-    identity_id: str, *, facts: FactRepository, decay: DecayStrategy, now: int | None = None
+    identity_id: str, *, facts: SweepableFacts, decay: DecayStrategy, now: int | None = None
 ) -> int:
     """Delete facts whose current confidence is below the expiry threshold (maintenance job).
 
-    A store with ``delete_unchanged`` deletes only the facts still stored as read, so a fact
-    reinforced by a round between the read and the delete stays."""
+    Only the facts still stored as read go, so a fact reinforced by a round between the read
+    and the delete stays."""
     now_ms = _now(now)
     expired = [f for f in facts.get(identity_id) if decay.apply(f, now_ms) < decay.expiry_threshold]
     if not expired:
         return 0
-    if isinstance(facts, ConditionalFactDelete):
-        return facts.delete_unchanged(identity_id, expired)
-    return facts.delete(identity_id, [f.id for f in expired])
+    return facts.delete_unchanged(identity_id, expired)

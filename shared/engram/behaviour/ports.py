@@ -1,12 +1,16 @@
-"""Storage ports of behavioural memory (``typing.Protocol``) and their null objects.
+"""The storage port of behavioural memory: ``BehaviourStore``, and its record types.
 
-The seed's three stores — ``ObservationLog``, ``FactRepository`` and a checkpoint store — are
-kept. The checkpoint is an *arrival sequence* (the cursor of the log), never client time, so a
-late or same-millisecond observation is never skipped.
+A backend implements the primitives of ``BehaviourStore`` (abstract methods); everything else
+(``upsert``, ``delete_fact``, ``checkpoints``, ``append_many``, ``delete_unchanged``,
+``export``, and an unfenced ``read_round``/``commit_round``) is derived from them once, here.
+A backend that can read a round at once and commit it fenced overrides those two.
 
-A store that implements all three may also implement ``AtomicConsolidationStore``: one read of
-everything a round needs and one fenced commit of facts + checkpoint (+ prune). ``consolidate``
-uses it when the three stores it is given share one backing store.
+The checkpoint is an *arrival sequence* (the cursor of the log), never client time, so a late
+or same-millisecond observation is never skipped.
+
+``ObservationLog``, ``FactRepository`` and ``CheckpointStore`` are the shapes of the three
+separate stores the public ``engram.consolidate`` accepts (``engram.behaviour.separate``
+resolves them to one ``BehaviourStore``); nothing else in the service uses them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
 
@@ -27,7 +32,6 @@ from engram.behaviour.models import (
 from engram.errors import InvalidInput
 
 
-@runtime_checkable
 class ObservationLog(Protocol):
     def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
         """Store observations not seen before (idempotent by id); return how many were new."""
@@ -42,7 +46,6 @@ class ObservationLog(Protocol):
         ...
 
 
-@runtime_checkable
 class FactRepository(Protocol):
     def get(self, identity_id: str) -> list[Fact]: ...
 
@@ -53,17 +56,6 @@ class FactRepository(Protocol):
     def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
 
 
-@runtime_checkable
-class ConditionalFactDelete(Protocol):
-    """A fact repository that can delete facts only if they are unchanged since read."""
-
-    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
-        """Delete each of ``facts`` whose stored ``lastReinforcedAt`` and ``updatedAt``
-        still equal the given ones (atomically); returns how many were deleted."""
-        ...
-
-
-@runtime_checkable
 class CheckpointStore(Protocol):
     def get(self, identity_id: str) -> int | None: ...
 
@@ -83,7 +75,8 @@ class KeyGroup(NamedTuple):
     max_seq: int = 0
 
     def quality(self) -> float:
-        """SPEC §2: tool affinity = s/(s+f), tool avoidance = f/(s+f), others 1.0."""
+        """How well the observations went: tool affinity = s/(s+f), tool avoidance =
+        f/(s+f), every other category 1.0."""
         total = self.successes + self.failures
         if self.category is FactCategory.TOOL_AFFINITY and total:
             return self.successes / total
@@ -104,28 +97,6 @@ class RoundInput:
     max_seq: int = 0
     max_created_at: int = 0
     token: Any = None  # store-specific data the commit needs back (e.g. what was read)
-
-
-@runtime_checkable
-class AtomicConsolidationStore(Protocol):
-    def read_round(self, identity_id: str) -> RoundInput: ...
-
-    def commit_round(
-        self,
-        identity_id: str,
-        *,
-        read: RoundInput,
-        upserts: Sequence[Fact],
-        deletes: Sequence[str],
-        prune_before_ms: int,
-        hard_prune_before_ms: int,
-        now_ms: int,
-    ) -> bool:
-        """Write facts, deletes, the new cursor (``read.max_seq``) and prune — only if the
-        cursor and fact version are still those of ``read``. False when fenced out."""
-        ...
-
-    def shares_backing_with(self, other: object) -> bool: ...
 
 
 def _label(obs_type: ObservationType, metadata: dict[str, Any]) -> str:
@@ -209,44 +180,6 @@ class NullCheckpointStore:
         return None
 
 
-@runtime_checkable
-class BehaviourStore(ObservationLog, FactRepository, AtomicConsolidationStore, Protocol):
-    """One backing store for everything the service needs (Redis or in-memory)."""
-
-    @property
-    def checkpoints(self) -> CheckpointStore: ...
-
-    def erase(self, identity_id: str) -> dict[str, int]: ...
-
-    def export(self, identity_id: str) -> dict[str, Any]: ...
-
-    def delete_fact(self, identity_id: str, fact_id: str) -> bool: ...
-
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]: ...
-
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
-    ) -> tuple[list[str], str]: ...
-
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
-    ) -> tuple[list[str], int] | tuple[list[str], str]:
-        """One page of the identity index, least recently active first (ties by id).
-
-        ``cursor`` is either an int offset (``0`` = start; the next offset is returned, ``0``
-        when done) or an opaque string (``""`` = start; the next string is returned, ``""``
-        when done). String cursors are keyset cursors (last activity, id): stable under
-        concurrent removals and additions — no identity indexed for the whole pass is
-        skipped; one that becomes active again during the pass moves behind the cursor and
-        may be listed twice. Offsets shift when earlier entries are removed.
-        """
-        ...
-
-
 def encode_identity_cursor(score: float, identity_id: str) -> str:
     """An opaque keyset cursor: the (last activity, id) of the last identity of a page."""
     raw = f"{score!r}\x1f{identity_id}".encode()
@@ -278,3 +211,200 @@ def page_after(
             if len(out) == limit:
                 break
     return out
+
+
+@runtime_checkable
+class PartOfStore(Protocol):
+    """A store object that is, or is a view of, one ``BehaviourStore``."""
+
+    def behaviour_store(self) -> BehaviourStore: ...
+
+
+class CheckpointView:
+    """The checkpoint of a ``BehaviourStore`` with the ``CheckpointStore`` methods."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: BehaviourStore) -> None:
+        self.store = store
+
+    def get(self, identity_id: str) -> int | None:
+        return self.store.get_checkpoint(identity_id)
+
+    def set(self, identity_id: str, value: int) -> None:
+        self.store.set_checkpoint(identity_id, value)
+
+    def behaviour_store(self) -> BehaviourStore:
+        return self.store
+
+
+class BehaviourStore(ABC):
+    """One backing store for everything behavioural memory keeps (Redis or in-memory).
+
+    Subclasses implement the abstract primitives; the other methods are derived from them.
+    The derived ``read_round``/``commit_round`` are correct for one round at a time (a crash
+    between writing facts and the checkpoint never reinforces twice: each fact remembers the
+    arrival sequence it was reinforced up to); a backend overrides them to read at once and
+    to commit only if nothing changed since the read (then concurrent rounds are safe too).
+    """
+
+    # --- the observation log ----------------------------------------------------------
+    @abstractmethod
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        """Store observations not seen before (idempotent by id); return how many were new."""
+
+    @abstractmethod
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        """Observations that arrived after ``checkpoint`` (arrival sequence), oldest first."""
+
+    @abstractmethod
+    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
+        """Drop observations created before ``before_ms`` (only those with seq <= up_to_seq,
+        leaving an idempotency tombstone; without it, tombstones older than that go too)."""
+
+    # --- facts and the checkpoint ------------------------------------------------------
+    @abstractmethod
+    def get(self, identity_id: str) -> list[Fact]:
+        """The stored facts (stored, not decayed, confidence)."""
+
+    @abstractmethod
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None: ...
+
+    @abstractmethod
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
+
+    @abstractmethod
+    def get_checkpoint(self, identity_id: str) -> int | None: ...
+
+    @abstractmethod
+    def set_checkpoint(self, identity_id: str, value: int) -> None:
+        """Set the cursor; observations up to it are never consolidated again."""
+
+    # --- the identity ------------------------------------------------------------------
+    @abstractmethod
+    def erase(self, identity_id: str) -> dict[str, int]:
+        """Delete everything of the identity; counts of the observations and facts removed."""
+
+    @abstractmethod
+    def remove_if_empty(self, identity_id: str) -> bool:
+        """Atomically drop an identity that holds nothing; False (nothing changed) otherwise."""
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
+    ) -> tuple[list[str], int]: ...
+
+    @overload
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
+    ) -> tuple[list[str], str]: ...
+
+    @abstractmethod
+    def list_identities(
+        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
+    ) -> tuple[list[str], int] | tuple[list[str], str]:
+        """One page of the identity index, least recently active first (ties by id).
+
+        ``cursor`` is either an int offset (``0`` = start; the next offset is returned, ``0``
+        when done) or an opaque string (``""`` = start; the next string is returned, ``""``
+        when done). String cursors are keyset cursors (last activity, id): stable under
+        concurrent removals and additions — no identity indexed for the whole pass is
+        skipped; one that becomes active again during the pass moves behind the cursor and
+        may be listed twice. Offsets shift when earlier entries are removed.
+        """
+
+    # --- derived -----------------------------------------------------------------------
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        self.upsert_batch(identity_id, [fact])
+
+    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
+        return self.delete(identity_id, [fact_id]) == 1
+
+    @property
+    def checkpoints(self) -> CheckpointView:
+        """The checkpoint as a ``CheckpointStore`` (``get``/``set``): ``get`` is the facts'."""
+        return CheckpointView(self)
+
+    def behaviour_store(self) -> BehaviourStore:
+        return self
+
+    def shares_backing_with(self, other: object) -> bool:
+        """Whether ``other`` (a store or a view of one) stores the same data as this one."""
+        return isinstance(other, PartOfStore) and other.behaviour_store() is self
+
+    def append_many(
+        self, groups: Mapping[str, Sequence[Observation]]
+    ) -> dict[str, int | Exception]:
+        """``append`` for several identities: per identity, how many were new, or the
+        exception its append raised (the others are appended all the same)."""
+        out: dict[str, int | Exception] = {}
+        for identity_id, observations in groups.items():
+            try:
+                out[identity_id] = self.append(identity_id, observations)
+            except Exception as exc:  # reported per identity: the caller retries just those
+                out[identity_id] = exc
+        return out
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each of ``facts`` whose stored ``lastReinforcedAt`` and ``updatedAt`` still
+        equal the given ones; returns how many were deleted. Derived: a check, then a delete
+        (a backend makes it atomic)."""
+        stored = {f.id: f for f in self.get(identity_id)}
+        doomed = [
+            f.id
+            for f in facts
+            if (s := stored.get(f.id)) is not None
+            and (s.last_reinforced_at, s.updated_at) == (f.last_reinforced_at, f.updated_at)
+        ]
+        return self.delete(identity_id, doomed) if doomed else 0
+
+    def export(self, identity_id: str) -> dict[str, Any]:
+        """Everything stored for the identity (stored, not decayed, confidence)."""
+        return {
+            "identityId": identity_id,
+            "checkpoint": self.get_checkpoint(identity_id),
+            "observations": [o.model_dump(by_alias=True) for o in self.since(identity_id, None)],
+            "facts": [
+                f.model_dump(by_alias=True, exclude_none=True) for f in self.get(identity_id)
+            ],
+        }
+
+    def read_round(self, identity_id: str) -> RoundInput:
+        """Everything one consolidation round reads. The facts are the caller's to change
+        (fresh objects, never the store's own)."""
+        checkpoint = self.get_checkpoint(identity_id)
+        pending = self.since(identity_id, checkpoint)
+        cursor = checkpoint or 0
+        return RoundInput(
+            cursor=cursor,
+            version=0,
+            facts=[f.evolve() for f in self.get(identity_id)],
+            groups=aggregate(pending),
+            observation_count=len(pending),
+            max_seq=max((o.seq or 0 for o in pending), default=cursor),
+            max_created_at=max((o.created_at for o in pending), default=0),
+        )
+
+    def commit_round(
+        self,
+        identity_id: str,
+        *,
+        read: RoundInput,
+        upserts: Sequence[Fact],
+        deletes: Sequence[str],
+        prune_before_ms: int,
+        hard_prune_before_ms: int,
+        now_ms: int,
+    ) -> bool:
+        """Write facts, deletes, the new cursor (``read.max_seq``) and prune. A fenced
+        backend applies it only if the cursor and fact version are still those of ``read``
+        and returns False when fenced out; derived, it writes facts first and the checkpoint
+        last, and returns True."""
+        if upserts:
+            self.upsert_batch(identity_id, upserts)
+        if deletes:
+            self.delete(identity_id, deletes)
+        self.set_checkpoint(identity_id, read.max_seq)
+        self.prune(identity_id, prune_before_ms, up_to_seq=read.max_seq)
+        self.prune(identity_id, hard_prune_before_ms)
+        return True

@@ -16,7 +16,7 @@ from typing import Any
 from engram.behaviour.affinity import extract_tool_affinities
 from engram.behaviour.consolidation import (
     OBSERVATION_RETENTION_DAYS,
-    consolidate,
+    consolidate_store,
     with_current_confidence,
 )
 from engram.behaviour.decay import DecayStrategy, ExponentialDecay
@@ -110,11 +110,9 @@ class BehaviourService:
     # --- reads ------------------------------------------------------------------------
     def consolidate(self, identity_id: str) -> list[Fact]:
         """Consolidate now, without a budget (raises on store trouble)."""
-        return consolidate(
+        return consolidate_store(
+            self.store,
             identity_id,
-            observations=self.store,
-            facts=self.store,
-            checkpoints=self.store.checkpoints,
             decay=self.decay,
             now=self.clock.now_ms(),
             retention_days=self.observation_retention_days,

@@ -1,4 +1,4 @@
-"""consolidate(): the seed's ten steps, SPEC §2's decisions, crashes and concurrency."""
+"""consolidate(): one round step by step, its decisions, crashes and concurrency."""
 
 from __future__ import annotations
 

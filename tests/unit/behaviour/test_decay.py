@@ -1,4 +1,4 @@
-"""Every constant and formula of the seed's decay strategies."""
+"""Every constant and formula of the built-in decay strategies."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ How a session degrades when the store is down or slow: tests/unit/use_cases/test
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from tests.support.observations import IDENTITY, MakeObs
 
 from engram import InMemoryBehaviourStore
 from engram.behaviour.inputs import QueryEvent, ToolEvent
+from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourContext, BehaviourService
 from engram.clock import FakeClock
@@ -147,3 +149,23 @@ def test_in_memory_remove_if_empty(clock: FakeClock, make_obs: MakeObs) -> None:
     store.prune(IDENTITY, clock.now_ms() + 1)
     assert store.remove_if_empty(IDENTITY) is True
     assert store.list_identities() == ([], 0)
+
+
+def test_derived_append_many_reports_each_identity(clock: FakeClock, make_obs: MakeObs) -> None:
+    class Flaky(InMemoryBehaviourStore):
+        def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+            if identity_id == "team-a:down":
+                raise ConnectionError("down")
+            return super().append(identity_id, observations)
+
+    store = Flaky(clock=clock)
+    up, down = "team-a:up", "team-a:down"
+    got = store.append_many(
+        {
+            down: [make_obs("tool_success", "a", identity=down)],
+            up: [make_obs("tool_success", "a", identity=up)],
+        }
+    )
+    assert got[up] == 1
+    assert isinstance(got[down], ConnectionError)
+    assert len(store.since(up, None)) == 1

@@ -8,7 +8,7 @@ counts network calls in ``round_trips``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any, cast
 
@@ -97,6 +97,41 @@ class ScriptRunner:
                     raise item
             return first
         raise NoScriptError("script could not be loaded")  # pragma: no cover
+
+    def _run_many(
+        self, name: str, calls: Mapping[str, tuple[Sequence[str], Sequence[Any]]]
+    ) -> dict[str, Any]:
+        """EVALSHA one script per identity (``identity -> (keys, args)``), each with an index
+        ZADD for its identity, all in one pipeline (on a cluster, redis-py sends each node
+        the commands of its slots). Per identity the script's result or the exception of its
+        script or its index update (or of the whole pipeline)."""
+        if not self._sha:
+            self._load()
+        out: dict[str, Any] = {}
+        todo = dict(calls)
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            now = self.clock.now_ms()
+            for identity_id, (keys, args) in todo.items():
+                pipe.execute_command("EVALSHA", self._sha[name], len(keys), *keys, *args)
+                pipe.zadd(self.index_key, {identity_id: now})
+            try:
+                results = pipe.execute(raise_on_error=False)
+            except Exception as exc:  # the whole pipeline failed: every identity retries
+                self.round_trips += 1
+                return {**out, **dict.fromkeys(todo, exc)}
+            self.round_trips += 1
+            retry: dict[str, tuple[Sequence[str], Sequence[Any]]] = {}
+            for identity_id, ran, indexed in zip(todo, results[::2], results[1::2], strict=True):
+                if isinstance(ran, NoScriptError) and attempt == 0:
+                    retry[identity_id] = todo[identity_id]
+                    continue
+                out[identity_id] = indexed if isinstance(indexed, Exception) else ran
+            if not retry:
+                break
+            self._load()  # the server restarted or flushed its script cache
+            todo = retry
+        return out
 
     def _run_staged(
         self, keys: Keys, args: Sequence[Any], rows: Sequence[Any], identity_id: str

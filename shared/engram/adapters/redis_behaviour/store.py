@@ -1,30 +1,20 @@
 """Behavioural memory on Redis: cluster-safe keys, arrival-order cursor, fenced commits.
 
-Key layout (``P`` = ``Settings.redis_key_prefix``, every key of one identity shares the hash
-tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless / cluster mode):
+Every key of one identity (``Keys``: state, log, ids, tombstones, facts, pending aggregate,
+stage) shares the hash tag ``{identityId}``, so multi-key Lua works on ElastiCache Serverless
+/ cluster mode; the identity index ``P:identities`` is the one key outside it. Every write
+refreshes a TTL backstop (``identity_ttl_days``) on all keys of the identity.
 
-- ``P:state:{id}``   hash: ``seq`` (arrival counter), ``cursor`` (consolidated up to seq),
-  ``version`` (the commit fence: bumped by every fact mutation and by every prune or
-  checkpoint that lowers a pending count), ``active`` (last activity, epoch ms),
-  ``gen`` (a random generation set when the identity's log is created), ``pmaxts``
-- ``P:obs:{id}``     sorted set: observation JSON scored by arrival ``seq``
-- ``P:obsid:{id}``   hash: observation id → seq (``0`` once pruned: idempotency tombstone)
-- ``P:obsts:{id}``   sorted set: live observation ids scored by ``createdAt``
-- ``P:obsgone:{id}`` sorted set: tombstoned ids scored by ``createdAt`` (gone at 30 days)
-- ``P:facts:{id}``   hash: fact id → fact JSON
-- ``P:identities``   sorted set (not per identity): identity ids scored by last activity
-
-Every write refreshes a TTL backstop (``identity_ttl_days``) on all keys of the identity.
 A consolidation is one MULTI/EXEC read of the state, the pending aggregate and the facts, and
-one ``EVALSHA`` commit that only applies if the generation, cursor and fact version are those it
-read; the index update (``ZADD XX``: never re-creating an erased identity's entry) rides in the
-same pipeline. ``round_trips`` counts network calls.
+one ``EVALSHA`` commit that only applies if the generation, cursor and fact version are those
+it read (the version is bumped by every fact mutation and by every prune or checkpoint that
+lowers a pending count); the index update (``ZADD XX``: never re-creating an erased
+identity's entry) rides in the same pipeline. ``round_trips`` counts network calls.
 
-On a Redis Cluster (``engram.adapters.redis_client.is_cluster``) every script and every
-transaction touches the keys of one identity only (one slot); the index is the one key outside
-it and always travels as a command of its own. Scripts are loaded on every primary, and a
-staged commit is a one-slot MULTI/EXEC followed by the index update (two round trips there,
-one on a standalone server).
+On a Redis Cluster every script and every transaction touches the keys of one identity only
+(one slot); the index always travels as a command of its own. Scripts are loaded on every
+primary, and a staged commit is a one-slot MULTI/EXEC followed by the index update (two round
+trips there, one on a standalone server).
 
 Erasure deletes every key of the identity and its index entry, and leaves nothing behind: a
 consolidation that read before the erasure is fenced by the generation (gone with the state
@@ -35,9 +25,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
+from engram.adapters.redis_behaviour import index
 from engram.adapters.redis_behaviour.codec import (
     encode_fact,
     encode_upserts,
@@ -54,14 +45,8 @@ from engram.adapters.redis_behaviour.log_codec import (
 from engram.adapters.redis_behaviour.scripts import ScriptRunner, server_of
 from engram.adapters.redis_client import RedisClient
 from engram.behaviour.models import TRUSTED, Fact, Observation
-from engram.behaviour.ports import (
-    RoundInput,
-    decode_identity_cursor,
-    encode_identity_cursor,
-    page_after,
-)
+from engram.behaviour.ports import BehaviourStore, PartOfStore, RoundInput
 from engram.clock import MS_PER_DAY, Clock, SystemClock
-from engram.errors import InvalidInput
 
 #: Commits with at least this many upserts rewrite the fact set through the stage hash.
 STAGE_MIN_UPSERTS = 32
@@ -79,8 +64,9 @@ class _ReadToken:
         self.rows = rows
 
 
-class _RedisBase(ScriptRunner):
-    """Shared plumbing: keys, scripts, the round-trip counter and retention helpers."""
+class RedisBehaviourStore(ScriptRunner, BehaviourStore):
+    """The whole behaviour store on one Redis client (standalone or cluster): ``read_round``
+    is one MULTI/EXEC read, ``commit_round`` one fenced commit."""
 
     def __init__(
         self,
@@ -108,14 +94,55 @@ class _RedisBase(ScriptRunner):
     def shares_backing_with(self, other: object) -> bool:
         """Same prefix on the same Redis server and database (the same client object, or
         clients whose connection pools point at the same host/port/db or socket path)."""
-        if not isinstance(other, _RedisBase | _CheckpointView):
-            return False
-        theirs = _backing(other)
-        if theirs.prefix != self.prefix:
+        theirs = other.behaviour_store() if isinstance(other, PartOfStore) else None
+        if not isinstance(theirs, RedisBehaviourStore) or theirs.prefix != self.prefix:
             return False
         return theirs.client is self.client or server_of(theirs.client) == server_of(self.client)
 
-    # --- retention helpers ------------------------------------------------------------
+    # --- the observation log ----------------------------------------------------------
+    def _append_args(self, observations: Sequence[Observation]) -> list[Any]:
+        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex]
+        for obs in observations:
+            args += [obs.id, obs.created_at, encode_member(obs)]
+        return args
+
+    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
+        """Append observations not seen before (by id); returns how many were new."""
+        if not observations:
+            return 0
+        args = self._append_args(observations)
+        return int(self._run("append", self.keys(identity_id).log, args, touch=identity_id))
+
+    def append_many(
+        self, groups: Mapping[str, Sequence[Observation]]
+    ) -> dict[str, int | Exception]:
+        """``append`` for several identities in one pipeline (one round trip; on a cluster
+        each shard gets the scripts of its identities); per identity how many were new or the
+        exception of its append."""
+        calls = {
+            identity_id: (self.keys(identity_id).log, self._append_args(observations))
+            for identity_id, observations in groups.items()
+            if observations
+        }
+        ran = self._run_many("append", calls) if calls else {}
+        out: dict[str, int | Exception] = {}
+        for identity_id in groups:
+            result = ran.get(identity_id, 0)
+            out[identity_id] = result if isinstance(result, Exception) else int(result)
+        return out
+
+    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
+        obs = self.keys(identity_id).obs
+        rows: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
+            obs, f"({checkpoint or 0}", "+inf", withscores=True
+        )
+        self.round_trips += 1
+        out = []
+        for member, score in rows:
+            o = Observation.model_validate_json(decode_member(member), context=TRUSTED)
+            out.append(o.model_copy(update={"seq": int(score)}))
+        return out
+
     def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
         """Drop observations created before ``before_ms``; with ``up_to_seq`` only those
         already consolidated (seq <= up_to_seq), leaving an idempotency tombstone."""
@@ -154,45 +181,68 @@ class _RedisBase(ScriptRunner):
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
     ) -> tuple[list[str], int] | tuple[list[str], str]:
-        """One page of identity ids (least recently active first, ties by id) and the next
-        cursor. ``active_before_ms`` keeps identities idle since before that time.
-
-        An int ``cursor`` is an offset (next offset returned, ``0`` when done). A str
-        ``cursor`` (``""`` to start) is an opaque keyset cursor, stable under concurrent
-        removals and additions (next cursor returned, ``""`` when done); see
-        ``engram.behaviour.ports.BehaviourStore.list_identities``.
-        """
-        if limit < 1:
-            raise InvalidInput("limit", "must be at least 1")
-        high: int | str = "+inf" if active_before_ms is None else f"({active_before_ms}"
+        """See ``BehaviourStore.list_identities``; ``active_before_ms`` keeps identities idle
+        since before that time."""
         if isinstance(cursor, int):
-            if cursor < 0:
-                raise InvalidInput("cursor", "must be a non-negative offset")
-            rows = self.client.zrangebyscore(self.index_key, "-inf", high, start=cursor, num=limit)
             self.round_trips += 1
-            ids = [as_text(r) for r in rows]
-            return ids, (cursor + len(ids) if len(ids) == limit else 0)
-        after = decode_identity_cursor(cursor) if cursor else None
-        low = "-inf" if after is None else repr(after[0])
-        page: list[tuple[str, float]] = []
-        offset, batch = 0, limit + 1
-        while True:
-            raw: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
-                self.index_key, low, high, start=offset, num=batch, withscores=True
+            return index.offset_page(
+                self.client,
+                self.index_key,
+                active_before_ms=active_before_ms,
+                offset=cursor,
+                limit=limit,
             )
-            self.round_trips += 1
-            rows_ = [(as_text(m), float(sc)) for m, sc in raw]
-            page += rows_ if after is None else page_after(rows_, after, limit - len(page))
-            page = page[:limit]
-            # more rows with the cursor's own score than one batch: keep reading (rare)
-            if len(page) == limit or len(raw) < batch:
-                break
-            offset += batch
-        ids = [m for m, _ in page]
-        if len(page) < limit:
-            return ids, ""
-        return ids, encode_identity_cursor(page[-1][1], page[-1][0])
+        ids, after, trips = index.keyset_page(
+            self.client,
+            self.index_key,
+            active_before_ms=active_before_ms,
+            cursor=cursor,
+            limit=limit,
+        )
+        self.round_trips += trips
+        return ids, after
 
+    # --- facts and the checkpoint ------------------------------------------------------
+    def get(self, identity_id: str) -> list[Fact]:
+        rows = self.client.hvals(self.keys(identity_id).facts)
+        self.round_trips += 1
+        return parse_facts(rows)
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        if not facts:
+            return
+        args: list[Any] = [self.ttl_ms, 0, "upsert"]
+        for fact in facts:
+            args += [fact.id, encode_fact(fact)]
+        self._run("facts", self.keys(identity_id).log, args, touch=identity_id)
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        if not fact_ids:
+            return 0
+        args: list[Any] = [self.ttl_ms, 0, "delete", *fact_ids]
+        return int(self._run("facts", self.keys(identity_id).log, args))
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        """Delete each fact only if it is still stored as read (same ``lastReinforcedAt``
+        and ``updatedAt``), atomically: a fact reinforced meanwhile stays."""
+        if not facts:
+            return 0
+        args: list[Any] = [self.ttl_ms]
+        for fact in facts:
+            args += [fact.id, fact.last_reinforced_at, fact.updated_at]
+        return int(self._run("facts_if_unchanged", self.keys(identity_id).log, args))
+
+    def get_checkpoint(self, identity_id: str) -> int | None:
+        value = self.client.hget(self.keys(identity_id).state, "cursor")
+        self.round_trips += 1
+        return int(value) if value is not None else None
+
+    def set_checkpoint(self, identity_id: str, value: int) -> None:
+        """Set the checkpoint and, atomically, drain the pending counts of the observations
+        it now covers (else they would be consolidated again by a later round)."""
+        self._run("checkpoint", self.keys(identity_id).log, [value])
+
+    # --- rounds ------------------------------------------------------------------------
     def export(self, identity_id: str) -> dict[str, Any]:
         """Everything stored for the identity (stored, not decayed, confidence), as one
         snapshot: one MULTI/EXEC over keys of one slot, so the checkpoint, the observations
@@ -213,10 +263,6 @@ class _RedisBase(ScriptRunner):
             ],
             "facts": [json.loads(v) for v in fact_rows],
         }
-
-    def delete_fact(self, identity_id: str, fact_id: str) -> bool:
-        n = self._run("facts", self.keys(identity_id).log, [self.ttl_ms, 0, "delete", fact_id])
-        return int(n) == 1
 
     # --- the atomic consolidation store -------------------------------------------------
     def read_round(self, identity_id: str) -> RoundInput:
@@ -287,101 +333,16 @@ class _RedisBase(ScriptRunner):
         return int(result) >= 0
 
 
-def _backing(obj: object) -> _RedisBase:
-    if isinstance(obj, _CheckpointView):
-        return obj.store
-    assert isinstance(obj, _RedisBase)
-    return obj
+class RedisObservationLog(RedisBehaviourStore):
+    """The store, named for its observation log (``append``, ``since``, ``prune``)."""
 
 
-class RedisObservationLog(_RedisBase):
-    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
-        """Append observations not seen before (by id); returns how many were new."""
-        if not observations:
-            return 0
-        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex]
-        for obs in observations:
-            args += [obs.id, obs.created_at, encode_member(obs)]
-        return int(self._run("append", self.keys(identity_id).log, args, touch=identity_id))
-
-    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
-        obs = self.keys(identity_id).obs
-        rows: list[tuple[bytes, float]] = self.client.zrangebyscore(  # type: ignore[assignment]
-            obs, f"({checkpoint or 0}", "+inf", withscores=True
-        )
-        self.round_trips += 1
-        out = []
-        for member, score in rows:
-            o = Observation.model_validate_json(decode_member(member), context=TRUSTED)
-            out.append(o.model_copy(update={"seq": int(score)}))
-        return out
+class RedisFactRepository(RedisBehaviourStore):
+    """The store, named for its facts (``get``, ``upsert``, ``upsert_batch``, ``delete``)."""
 
 
-class RedisFactRepository(_RedisBase):
-    def get(self, identity_id: str) -> list[Fact]:
-        rows = self.client.hvals(self.keys(identity_id).facts)
-        self.round_trips += 1
-        return parse_facts(rows)
-
-    def upsert(self, identity_id: str, fact: Fact) -> None:
-        self.upsert_batch(identity_id, [fact])
-
-    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
-        if not facts:
-            return
-        args: list[Any] = [self.ttl_ms, 0, "upsert"]
-        for fact in facts:
-            args += [fact.id, encode_fact(fact)]
-        self._run("facts", self.keys(identity_id).log, args, touch=identity_id)
-
-    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
-        if not fact_ids:
-            return 0
-        args: list[Any] = [self.ttl_ms, 0, "delete", *fact_ids]
-        return int(self._run("facts", self.keys(identity_id).log, args))
-
-    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
-        """Delete each fact only if it is still stored as read (same ``lastReinforcedAt``
-        and ``updatedAt``), atomically: a fact reinforced meanwhile stays."""
-        if not facts:
-            return 0
-        args: list[Any] = [self.ttl_ms]
-        for fact in facts:
-            args += [fact.id, fact.last_reinforced_at, fact.updated_at]
-        return int(self._run("facts_if_unchanged", self.keys(identity_id).log, args))
-
-
-class RedisCheckpointStore(_RedisBase):
-    def get(self, identity_id: str) -> int | None:
-        value = self.client.hget(self.keys(identity_id).state, "cursor")
-        self.round_trips += 1
-        return int(value) if value is not None else None
-
-    def set(self, identity_id: str, value: int) -> None:
-        """Set the checkpoint and, atomically, drain the pending counts of the observations
-        it now covers (else they would be consolidated again by a later round)."""
-        self._run("checkpoint", self.keys(identity_id).log, [value])
-
-
-class _CheckpointView:
-    """The checkpoint port of a ``RedisBehaviourStore``."""
-
-    def __init__(self, store: RedisBehaviourStore) -> None:
-        self.store = store
-
-    def get(self, identity_id: str) -> int | None:
-        return RedisCheckpointStore.get(self.store, identity_id)  # type: ignore[arg-type]
-
-    def set(self, identity_id: str, value: int) -> None:
-        RedisCheckpointStore.set(self.store, identity_id, value)  # type: ignore[arg-type]
-
-
-class RedisBehaviourStore(RedisObservationLog, RedisFactRepository):
-    """Observation log + fact repository + (``.checkpoints``) checkpoint store on one client.
-
-    ``consolidate(id, observations=s, facts=s, checkpoints=s.checkpoints, …)`` takes the
-    atomic path: one read, one fenced commit.
-    """
+class RedisCheckpointStore:
+    """The checkpoint (``get``, ``set``) of the store on ``client`` under ``prefix``."""
 
     def __init__(
         self,
@@ -391,5 +352,19 @@ class RedisBehaviourStore(RedisObservationLog, RedisFactRepository):
         ttl_days: int = 90,
         clock: Clock | None = None,
     ) -> None:
-        super().__init__(client, prefix=prefix, ttl_days=ttl_days, clock=clock)
-        self.checkpoints = _CheckpointView(self)
+        self.store = RedisBehaviourStore(client, prefix=prefix, ttl_days=ttl_days, clock=clock)
+
+    def get(self, identity_id: str) -> int | None:
+        return self.store.get_checkpoint(identity_id)
+
+    def set(self, identity_id: str, value: int) -> None:
+        """Set the checkpoint and, atomically, drain the pending counts of the observations
+        it now covers (else they would be consolidated again by a later round)."""
+        self.store.set_checkpoint(identity_id, value)
+
+    def behaviour_store(self) -> RedisBehaviourStore:
+        return self.store
+
+    @property
+    def round_trips(self) -> int:
+        return self.store.round_trips
