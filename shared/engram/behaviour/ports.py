@@ -21,7 +21,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
+from typing import Any, NamedTuple, Protocol, overload
 
 from engram.behaviour.models import (
     Fact,
@@ -213,13 +213,6 @@ def page_after(
     return out
 
 
-@runtime_checkable
-class PartOfStore(Protocol):
-    """A store object that is, or is a view of, one ``BehaviourStore``."""
-
-    def behaviour_store(self) -> BehaviourStore: ...
-
-
 class CheckpointView:
     """The checkpoint of a ``BehaviourStore`` with the ``CheckpointStore`` methods."""
 
@@ -330,7 +323,7 @@ class BehaviourStore(ABC):
 
     def shares_backing_with(self, other: object) -> bool:
         """Whether ``other`` (a store or a view of one) stores the same data as this one."""
-        return isinstance(other, PartOfStore) and other.behaviour_store() is self
+        return other is self or whole_store(other) is self
 
     def append_many(
         self, groups: Mapping[str, Sequence[Observation]]
@@ -408,3 +401,15 @@ class BehaviourStore(ABC):
         self.prune(identity_id, prune_before_ms, up_to_seq=read.max_seq)
         self.prune(identity_id, hard_prune_before_ms)
         return True
+
+
+def whole_store(part: object) -> BehaviourStore | None:
+    """The ``BehaviourStore`` that ``part`` is, or is a view of (its ``behaviour_store()``);
+    None for any other object."""
+    if isinstance(part, BehaviourStore):
+        return part
+    if isinstance(part, CheckpointView):
+        return part.store
+    of = getattr(part, "behaviour_store", None)
+    store = of() if callable(of) else None
+    return store if isinstance(store, BehaviourStore) else None

@@ -16,7 +16,7 @@ from engram.behaviour.ports import (
     CheckpointStore,
     FactRepository,
     ObservationLog,
-    PartOfStore,
+    whole_store,
 )
 
 
@@ -24,11 +24,12 @@ def resolve_store(
     observations: ObservationLog, facts: FactRepository, checkpoints: CheckpointStore
 ) -> BehaviourStore:
     """The one store behind the three parts, or a ``SeparateStores`` over them."""
-    if isinstance(observations, PartOfStore):
-        store = observations.behaviour_store()
-        if store.shares_backing_with(facts) and store.shares_backing_with(checkpoints):
-            return store
-    return SeparateStores(observations, facts, checkpoints)
+    store = whole_store(observations)
+    if store is None or not store.shares_backing_with(facts):
+        return SeparateStores(observations, facts, checkpoints)
+    if not store.shares_backing_with(checkpoints):
+        return SeparateStores(observations, facts, checkpoints)
+    return store
 
 
 class SeparateStores(BehaviourStore):

@@ -45,7 +45,7 @@ from engram.adapters.redis_behaviour.log_codec import (
 from engram.adapters.redis_behaviour.scripts import ScriptRunner, server_of
 from engram.adapters.redis_client import RedisClient
 from engram.behaviour.models import TRUSTED, Fact, Observation
-from engram.behaviour.ports import BehaviourStore, PartOfStore, RoundInput
+from engram.behaviour.ports import BehaviourStore, RoundInput, whole_store
 from engram.clock import MS_PER_DAY, Clock, SystemClock
 
 #: Commits with at least this many upserts rewrite the fact set through the stage hash.
@@ -94,7 +94,7 @@ class RedisBehaviourStore(ScriptRunner, BehaviourStore):
     def shares_backing_with(self, other: object) -> bool:
         """Same prefix on the same Redis server and database (the same client object, or
         clients whose connection pools point at the same host/port/db or socket path)."""
-        theirs = other.behaviour_store() if isinstance(other, PartOfStore) else None
+        theirs = whole_store(other)
         if not isinstance(theirs, RedisBehaviourStore) or theirs.prefix != self.prefix:
             return False
         return theirs.client is self.client or server_of(theirs.client) == server_of(self.client)
