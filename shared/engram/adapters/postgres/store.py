@@ -15,6 +15,7 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from engram.adapters.inmemory_memories import decode_cursor, encode_cursor
+from engram.adapters.postgres.embeddings import PostgresEmbeddingBacklog
 from engram.adapters.postgres.lifecycle import (
     ON_KEY,
     PROPOSE_SQL,
@@ -29,7 +30,8 @@ from engram.adapters.postgres.lifecycle import (
 )
 from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.personas import PostgresPersonaStore
-from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES, ORDER_UNRANKED
+from engram.adapters.postgres.recall import recall_sql
+from engram.adapters.postgres.rows import COLUMNS
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
@@ -47,121 +49,7 @@ from engram.memories.models import (
     Scope,
     Status,
 )
-from engram.memories.ports import AccessContext, EmbeddingTask
-from engram.memories.recall import BM25_K1, CANDIDATES_PER_LIST, TEXT_SEARCH_CONFIG
-
-#: The largest dimension ``memories_vectors`` (migration 0014) holds: one B-tree entry takes at
-#: most about 2,700 bytes, and a vector takes 4 bytes a dimension.
-INDEXED_VECTOR_DIMS = 512
-
-#: The maintenance job's cross-team calls act in no team (the functions refuse a tenant).
-_NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
-
-
-def recall_sql(
-    request: RecallRequest, *, keyword: bool, vector: bool
-) -> tuple[str, dict[str, Any]]:
-    """The one recall statement (documented order in ``engram.memories.recall``)."""
-    params: dict[str, Any] = {
-        "team": request.team_id,
-        "user": request.user_id,
-        "persona": request.persona_id,
-        "limit": request.limit,
-        "query": request.query,
-        "cfg": TEXT_SEARCH_CONFIG,
-        "emb": _vector(request.embedding),
-        "model": request.embedding_model,
-        "maxdist": 1.0 - request.tuning.min_similarity,
-        "cands": CANDIDATES_PER_LIST,
-        "k": request.tuning.rrf_k,
-        "wk": request.tuning.keyword_weight,
-        "wv": request.tuning.vector_weight,
-        "k1": BM25_K1,
-    }
-    scopes = "(m.scope = 'user' AND m.owner_id = %(user)s)"
-    shadow = ""
-    if request.persona_id is not None:
-        scopes = (
-            "((m.scope = 'user' AND m.owner_id = %(user)s)"
-            " OR (m.scope = 'persona' AND m.owner_id = %(persona)s)"
-            " OR (m.scope = 'persona_user' AND m.owner_id = %(persona)s"
-            " AND m.user_id = %(user)s))"
-        )
-        shadow = (
-            " AND NOT (m.scope <> 'persona_user' AND EXISTS (SELECT 1 FROM memories h"
-            " WHERE h.team_id = m.team_id AND h.scope = 'persona_user'"
-            " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = %(user)s"
-            " AND h.key = m.key AND h.status = 'active'))"
-            " AND NOT (m.scope = 'user' AND EXISTS (SELECT 1 FROM memories h"
-            " WHERE h.team_id = m.team_id AND h.scope = 'persona'"
-            " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = ''"
-            " AND h.key = m.key AND h.status = 'active'))"
-        )
-    visible = f"m.team_id = %(team)s AND m.status = 'active' AND {scopes}{shadow}"
-    # keyword scores (BM25 x coverage, migration 0008): ids and scores only, rows joined back
-    ranked = "engram_fts_rank(%(query)s, %(cfg)s::regconfig, %(persona)s, %(k1)s) c"
-    if not keyword and not vector:
-        return (
-            f"SELECT {COLUMNS} FROM memories m WHERE {visible} "
-            f"ORDER BY {ORDER_UNRANKED} LIMIT %(limit)s",
-            params,
-        )
-    if keyword and not vector:
-        # one ranked list: its RRF order is its own order
-        return (
-            f"SELECT {COLUMNS} FROM {ranked} JOIN memories m ON m.id = c.id WHERE {visible}"
-            f" ORDER BY c.score DESC, {ORDER_TIES} LIMIT %(limit)s",
-            params,
-        )
-    lists = []
-    ctes = []
-    score_fusion = request.tuning.fusion == "score"
-    if keyword:
-        ctes.append(
-            "kw AS (SELECT m.id, c.score AS s, row_number() OVER (ORDER BY c.score DESC, "
-            f"{ORDER_TIES}) AS r FROM {ranked}"
-            f" JOIN memories m ON m.id = c.id WHERE {visible} ORDER BY r LIMIT %(cands)s)"
-        )
-        lists.append(
-            "SELECT id, %(wk)s::float8 * s / (SELECT COALESCE(NULLIF(max(s), 0), 1) FROM kw)"
-            " AS part FROM kw"
-            if score_fusion
-            else "SELECT id, %(wk)s::float8 / (%(k)s + r) AS part FROM kw"
-        )
-    if vector:
-        # exact: every visible row of the query's embedder is compared (no ANN index); rows
-        # of an embedder of at most INDEXED_VECTOR_DIMS are read from memories_vectors (0014),
-        # whose predicate the planner proves only from this very constant
-        indexed = (
-            f"AND m.embedding_dims <= {INDEXED_VECTOR_DIMS} "
-            if len(request.embedding or ()) <= INDEXED_VECTOR_DIMS
-            else ""
-        )
-        ctes.append(
-            "vec AS (SELECT m.id, 1 - (m.embedding <=> %(emb)s::vector) AS s,"
-            " row_number() OVER (ORDER BY m.embedding <=> %(emb)s::vector, "
-            f"{ORDER_TIES}) AS r FROM memories m WHERE {visible} AND m.embedding IS NOT NULL "
-            "AND m.embedding_model = %(model)s "
-            f"{indexed}"
-            "AND (m.embedding <=> %(emb)s::vector) <= %(maxdist)s ORDER BY r LIMIT %(cands)s)"
-        )
-        lists.append(
-            "SELECT id, %(wv)s::float8 * greatest(s, 0) AS part FROM vec"
-            if score_fusion
-            else "SELECT id, %(wv)s::float8 / (%(k)s + r) AS part FROM vec"
-        )
-    ctes.append(
-        "fused AS (SELECT id, sum(part) AS score FROM ("
-        + " UNION ALL ".join(lists)
-        + ") u GROUP BY id)"
-    )
-    sql = (
-        "WITH "
-        + ", ".join(ctes)
-        + f" SELECT {COLUMNS} FROM fused f JOIN memories m ON m.id = f.id "
-        f"ORDER BY f.score DESC, {ORDER_TIES} LIMIT %(limit)s"
-    )
-    return sql, params
+from engram.memories.ports import AccessContext
 
 
 def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
@@ -175,8 +63,9 @@ class _NotProposed(Exception):
     """A proposal wrote nothing: its transaction is rolled back."""
 
 
-class PostgresMemoryStore(PostgresPersonaStore):
-    """``MemoryStore`` (here) and ``PersonaStore`` (inherited) on one database."""
+class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
+    """``MemoryStore`` (here), ``EmbeddingBacklog`` and ``PersonaStore`` (inherited) on one
+    database."""
 
     # --- MemoryStore ------------------------------------------------------------------------
     def upsert(
@@ -583,26 +472,3 @@ class PostgresMemoryStore(PostgresPersonaStore):
                 )
                 for r in cur.fetchall()
             ]
-
-    # --- EmbeddingBacklog (migration 0013; from a transaction acting in no team) ------------
-    def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
-        with self._db.tenant(_NO_TEAM) as conn:
-            rows = conn.execute(
-                "SELECT id, team_id, key, value FROM engram_embedding_backlog(%s, %s)",
-                (model_id, limit),
-            ).fetchall()
-        return [EmbeddingTask(str(i), t, k, v) for i, t, k, v in rows]
-
-    def set_embeddings(
-        self, model_id: str, done: list[tuple[EmbeddingTask, list[float] | None]]
-    ) -> int:
-        """In one transaction."""
-        stored = 0
-        with self._db.tenant(_NO_TEAM) as conn:
-            for task, vector in done:
-                row = conn.execute(
-                    "SELECT engram_set_embedding(%s, %s, %s, %s, %s::vector)",
-                    (_uuid(task.memory_id), task.key, task.value, model_id, _vector(vector)),
-                ).fetchone()
-                stored += bool(row and row[0])
-        return stored
