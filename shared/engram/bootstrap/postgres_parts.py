@@ -11,8 +11,8 @@ part                     built from
                          secret every new connection takes the cached secret's credentials,
                          and a refused login reads it again (``DatabaseLogin``)
 ``memory_store``         ``PostgresMemoryStore`` (memories, personas, team settings)
-``embedder``             WordLlama (offline) when ``ENGRAM_EMBEDDER=local``, Bedrock Titan
-                         when ``bedrock``, else none
+``embedder``             WordLlama (offline) when ``ENGRAM_EMBEDDER=local``, MiniLM (offline,
+                         numpy) when ``minilm``, Bedrock Titan when ``bedrock``, else none
 ``cursors``              ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
                          secret ``ENGRAM_CURSOR_KEY_SECRET_ARN``, else the key file
                          ``<ENGRAM_DATA_DIR>/keys/cursor-key`` (local only)
@@ -105,6 +105,10 @@ class PostgresParts(Parts):
                 from engram.adapters.local_embedder import WordLlamaEmbedder
 
                 return WordLlamaEmbedder()
+            if self.settings.embedder == "minilm":
+                from engram.adapters.minilm_embedder import MiniLMEmbedder
+
+                return MiniLMEmbedder()
             if self.settings.embedder != "bedrock":
                 return None
             from engram.adapters.bedrock_embedder import BedrockTitanEmbedder

