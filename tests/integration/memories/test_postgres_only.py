@@ -130,19 +130,24 @@ def test_migrations_twice_is_a_no_op_and_leave_the_dimension_to_the_embedder(
             " WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
         ).fetchone()
         assert typ == ("vector",)  # any dimension: each row records its embedder's
-        indexes = {
-            r[0]
-            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")
-        }
+        indexes = dict(
+            conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories'"
+            ).fetchall()
+        )
     assert {
         "memories_dedup",
         "memories_fts",
         "memories_primary",
         "memories_persona_user",
         "memories_provenance",
-        "memories_embedding_model",
-    } <= indexes
+        "memories_vectors",
+        "memories_embedding_model_run",
+    } <= set(indexes)
     assert "memories_embedding_hnsw" not in indexes  # recall is exact within the user
+    # the backlog's index holds no random id: a save appends to the end of its model's run
+    assert "memories_embedding_model" not in indexes
+    assert indexes["memories_embedding_model_run"].endswith("(embedding_model)")
 
 
 def test_two_concurrent_engram_migrate_runs_both_succeed(database_url: str) -> None:
