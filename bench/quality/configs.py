@@ -46,8 +46,13 @@ CONFIGS: dict[str, EvalConfig] = {
         "hybrid recall: keywords + the local WordLlama embedder (offline)",
         {"ENGRAM_EMBEDDER": "local"},
     ),
+    "hybrid-minilm": EvalConfig(
+        "hybrid-minilm",
+        "hybrid recall: keywords + all-MiniLM-L6-v2 run by numpy (offline)",
+        {"ENGRAM_EMBEDDER": "minilm"},
+    ),
 }
-DEFAULT_CONFIGS = ("keyword", "hybrid-local")
+DEFAULT_CONFIGS = ("keyword", "hybrid-local", "hybrid-minilm")
 
 
 def pick(names: str | None) -> list[EvalConfig]:

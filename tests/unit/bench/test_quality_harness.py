@@ -98,7 +98,7 @@ def test_metrics_on_hand_computed_rankings() -> None:
 
 
 def test_configurations_are_picked_by_name() -> None:
-    assert [c.name for c in pick(None)] == ["keyword", "hybrid-local"]
+    assert [c.name for c in pick(None)] == ["keyword", "hybrid-local", "hybrid-minilm"]
     assert [c.name for c in pick("keyword, keyword")] == ["keyword"]
     assert CONFIGS["keyword"].env == {"ENGRAM_EMBEDDER": "none"}
     with pytest.raises(ValueError, match="unknown configuration"):
