@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = "../shared/data/locomo-dev/"
 #: The targets of keyword recall on LoCoMo's development half.
 TARGETS = {"R@10": 0.70, "MRR": 0.50}
+#: A hybrid configuration's R@10 over keyword recall's, in the same run.
+HYBRID_GAIN = 0.02
 
 
 def run(results_dir: Path) -> dict[str, Any]:
@@ -41,6 +43,12 @@ def run(results_dir: Path) -> dict[str, Any]:
             f"keyword_{metric}_at_least_{goal:.2f}": keyword["overall"][metric] >= goal
             for metric, goal in TARGETS.items()
         }
+        for name, scored in result["configs"].items():
+            if name.startswith("hybrid"):
+                gain = scored["overall"]["R@10"] - keyword["overall"]["R@10"]
+                result["targets"][f"{name}_R@10_{HYBRID_GAIN:.2f}_above_keyword"] = (
+                    gain >= HYBRID_GAIN
+                )
     lines = [
         f"   {len(result['data']['conversations'])} conversations, "
         f"{result['data']['questions']} questions ({result['data']['path']})"
