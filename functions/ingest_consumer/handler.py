@@ -2,10 +2,11 @@
 
 A message carries one request's observations (or one chunk of them), or — the shape sent
 before — one observation; both are accepted (``engram.use_cases.ingest_messages``). The batch
-is grouped by identity and each identity's observations are recorded with one call (one Redis
-round trip). A message that cannot be decoded, or whose identity could not be stored (Redis
-down: ``Unavailable``), is reported in ``batchItemFailures`` and SQS redelivers only those;
-recording is idempotent by observation id, so a redelivered message adds nothing.
+is grouped by identity and written with ``BehaviourService.record_many``: one store call per
+identity (one Redis round trip each), or one for the whole batch with a store that appends
+several identities at once. A message that cannot be decoded, or whose identity could not be
+stored (Redis down: ``Unavailable``), is reported in ``batchItemFailures`` and SQS redelivers
+only those; recording is idempotent by observation id, so a redelivered message adds nothing.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.adapters.observability import SQS_MESSAGE_ID, add_metric, instrument
-from engram.use_cases.ingest_messages import BatchOutcome, one_call_each, store_batch
+from engram.use_cases.ingest_messages import BatchOutcome, store_batch
 
 _log = logging.getLogger("engram.functions.ingest_consumer")
 _processor: list[Any] = []
@@ -32,7 +33,7 @@ def store_records(records: Sequence[Any]) -> BatchOutcome:
         (r.message_id, r.body) if hasattr(r, "body") else (r["messageId"], r["body"])
         for r in records
     ]
-    return store_batch(one_call_each(behaviour.record), messages)
+    return store_batch(behaviour.record_many, messages)
 
 
 def _batch_processor() -> Any:

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,16 @@ class BehaviourContext:
     facts: list[Fact] = field(default_factory=list)
     prompt_section: str = ""
     tool_affinities: dict[str, float] = field(default_factory=dict)
+
+
+def _store_error(exc: BaseException) -> BaseException:
+    """What a store failure is to the caller: Engram's own errors as they are, anything else
+    (a connection error...) ``Unavailable``."""
+    if isinstance(exc, EngramError):
+        return exc
+    error = Unavailable(f"behaviour store unavailable: {type(exc).__name__}")
+    error.__cause__ = exc
+    return error
 
 
 class BehaviourService:
@@ -78,6 +88,55 @@ class BehaviourService:
         error, not counted): a late redelivery of an aged observation must not reinforce a
         fact again after the observation's id tombstone was pruned.
         """
+        fresh = self._fresh(identity_id, observations)
+        if not fresh:
+            return 0
+        try:
+            return self.store.append(identity_id, fresh)
+        except EngramError:
+            raise
+        except Exception as exc:
+            raise _store_error(exc) from exc
+
+    def record_many(
+        self, groups: Mapping[str, Sequence[Observation]]
+    ) -> dict[str, int | BaseException]:
+        """``record`` for several identities: per identity how many were new, or the error its
+        write raised (the others are written all the same). With a store that appends several
+        identities at once (``append_many``: one Redis pipeline, one per shard on a cluster)
+        that is one store call for all of them; otherwise one ``append`` each."""
+        out: dict[str, int | BaseException] = {}
+        fresh: dict[str, list[Observation]] = {}
+        for identity_id, observations in groups.items():
+            try:
+                kept = self._fresh(identity_id, observations)
+            except InvalidInput as exc:
+                out[identity_id] = exc
+                continue
+            if kept:
+                fresh[identity_id] = kept
+            else:
+                out[identity_id] = 0
+        append_many = getattr(self.store, "append_many", None)
+        if append_many is None:
+            for identity_id, kept in fresh.items():
+                try:
+                    out[identity_id] = self.store.append(identity_id, kept)
+                except Exception as exc:  # per identity: the others are written all the same
+                    out[identity_id] = _store_error(exc)
+            return out
+        try:
+            written: Mapping[str, int | BaseException] = append_many(fresh) if fresh else {}
+        except Exception as exc:  # the call itself failed: none of them was written
+            written = dict.fromkeys(fresh, _store_error(exc))
+        for identity_id in fresh:
+            result = written.get(identity_id, 0)
+            out[identity_id] = _store_error(result) if isinstance(result, BaseException) else result
+        return out
+
+    def _fresh(self, identity_id: str, observations: Sequence[Observation]) -> list[Observation]:
+        """``observations`` checked for ``identity_id``, without those already older than the
+        retention window (see ``record``)."""
         self._check(identity_id, observations)
         cutoff = self.clock.now_ms() - self.observation_retention_days * 86_400_000
         fresh = [o for o in observations if o.created_at >= cutoff]
@@ -86,14 +145,7 @@ class BehaviourService:
                 "dropped %d observation(s) older than retention",
                 len(observations) - len(fresh),
             )
-        if not fresh:
-            return 0
-        try:
-            return self.store.append(identity_id, fresh)
-        except EngramError:
-            raise
-        except Exception as exc:
-            raise Unavailable(f"behaviour store unavailable: {type(exc).__name__}") from exc
+        return fresh
 
     def observations_from_events(
         self,

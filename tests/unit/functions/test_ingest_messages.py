@@ -16,7 +16,7 @@ from engram.api.models import EventsRequest, ObservationsRequest
 from engram.behaviour.models import Observation
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
-from engram.errors import Unavailable
+from engram.errors import InvalidInput, Unavailable
 from engram.identity import Caller
 from engram.use_cases.ingest import IngestService
 from engram.use_cases.ingest_messages import (
@@ -239,3 +239,59 @@ def test_a_bad_message_fails_alone(clock: FakeClock, behaviour: BehaviourService
     outcome = store_batch(one_call_each(behaviour.record), [*bad, *messages_of(queue)])
     assert sorted(outcome.failed) == sorted(name for name, _ in bad)
     assert outcome.stored == 2
+
+
+class ManyStore(InMemoryBehaviourStore):
+    """A store that appends several identities in one call (as a pipelined Redis store does);
+    ``down`` identities fail."""
+
+    def __init__(self, clock: FakeClock, down: Sequence[str] = ()) -> None:
+        super().__init__(clock=clock)
+        self.down = set(down)
+        self.calls: list[list[str]] = []
+
+    def append_many(self, groups: Any) -> dict[str, int | Exception]:
+        self.calls.append(sorted(groups))
+        out: dict[str, int | Exception] = {}
+        for identity, observations in groups.items():
+            if identity in self.down:
+                out[identity] = ConnectionError("shard down")
+            else:
+                out[identity] = self.append(identity, observations)
+        return out
+
+
+def test_record_many_writes_every_identity_in_one_store_call(clock: FakeClock) -> None:
+    store = ManyStore(clock, down=["acme:bob"])
+    behaviour = BehaviourService(store, clock=clock)
+    queue = Queue()
+    service = ingest(queue, clock)
+    for caller in (ALICE, BOB, CAROL, ALICE):
+        service.accept_observations(caller, request(5))
+        clock.advance(ms=600_001)
+    outcome = store_batch(behaviour.record_many, messages_of(queue))
+    assert store.calls == [["acme:alice", "acme:bob", "acme:carol"]]  # one call, all of them
+    assert sorted(outcome.failed) == ["m1"]  # bob's message only
+    assert isinstance(outcome.failed["m1"], Unavailable)  # a store error, as record raises it
+    assert (outcome.stored, outcome.identities) == (15, 3)
+    assert len(stored_ids(behaviour, "acme:alice")) == 10
+
+
+def test_record_many_without_append_many_is_one_append_each(
+    clock: FakeClock, behaviour: BehaviourService
+) -> None:
+    old = Observation.model_validate(
+        {**item(1), "id": "aged", "identityId": "acme:alice", "createdAt": 0}
+    )
+    mismatched = Observation.model_validate(
+        {**item(2), "id": "x", "identityId": "acme:bob", "createdAt": clock.now_ms()}
+    )
+    fresh = Observation.model_validate(
+        {**item(3), "id": "y", "identityId": "acme:carol", "createdAt": clock.now_ms()}
+    )
+    written = behaviour.record_many(
+        {"acme:alice": [old], "acme:dave": [mismatched], "acme:carol": [fresh]}
+    )
+    assert written["acme:alice"] == 0  # older than retention: dropped, not an error
+    assert isinstance(written["acme:dave"], InvalidInput)  # not this identity's observation
+    assert written["acme:carol"] == 1
