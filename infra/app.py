@@ -10,11 +10,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from aws_cdk import App, Stack, Tags
 
 from infra.bundling import REPO_ROOT
 from infra.config import LAMBDA_FUNCTIONS, StageConfig, stage_config
+from infra.console_assets import ConsoleBuildError, console_assets
 from infra.constructs.functions import DataEndpoints
 from infra.constructs.nag import enable_aws_solutions
 from infra.stacks.data import DataStack
@@ -38,8 +40,15 @@ class EngramStage:
         return (self.network, self.data, self.service, self.monitoring)
 
 
-def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> EngramStage:
-    """Add the four stacks of ``config``'s stage to ``app`` (env-agnostic: no lookups)."""
+def build_stage(
+    app: App,
+    config: StageConfig,
+    repo_root: Path = REPO_ROOT,
+    *,
+    console_assets: Path | None = None,
+) -> EngramStage:
+    """Add the four stacks of ``config``'s stage to ``app`` (env-agnostic: no lookups);
+    ``console_assets``: the console's AWS build the service stack hosts (none: no console)."""
     prefix = f"Engram-{config.name}"
     protect = config.deletion_protection
     network = NetworkStack(
@@ -77,6 +86,7 @@ def build_stage(app: App, config: StageConfig, repo_root: Path = REPO_ROOT) -> E
             cache_user_id=data.cache_user_id,
             cache_secret=data.cache_secret,
         ),
+        console_assets=console_assets,
         description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",
         termination_protection=protect,
     )
@@ -101,13 +111,16 @@ def create_app(
     repo_root: Path = REPO_ROOT,
     outdir: str | None = None,
     nag: bool = True,
+    console: Path | Literal["auto"] | None = "auto",
 ) -> tuple[App, EngramStage]:
     """An app holding one stage (a name in ``STAGES``, or a config), with cdk-nag AwsSolutions
-    checks on synthesis."""
+    checks on synthesis. ``console``: the console's AWS build to host; ``"auto"`` finds or
+    builds it (``infra.console_assets``), None leaves the console out."""
     context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
     app = App(outdir=outdir, context=context) if outdir else App(context=context)
     config = stage if isinstance(stage, StageConfig) else stage_config(stage)
-    built = build_stage(app, config, repo_root)
+    assets = console_assets(repo_root) if console == "auto" else console
+    built = build_stage(app, config, repo_root, console_assets=assets)
     if nag:
         enable_aws_solutions(app)
     return app, built
@@ -132,7 +145,11 @@ def main() -> int:
     except ValueError as error:
         print(f"infra: {error}", file=sys.stderr)
         return 2
-    app, _ = create_app(config)
+    try:
+        app, _ = create_app(config)
+    except ConsoleBuildError as error:
+        print(f"infra: console: {error}", file=sys.stderr)
+        return 1
     app.synth()
     return 0
 

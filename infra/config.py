@@ -45,6 +45,13 @@ AvailabilityZone = Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d+[a-z]$"
 """An Availability Zone name such as ``eu-west-1a`` (its region is the name without the letter)."""
 
 
+ConsoleUrl = Annotated[
+    str, Field(pattern=r"^(https://[A-Za-z0-9.-]+(:\d+)?|http://localhost(:\d+)?)(/[^\s*]*)?$")
+]
+"""An extra callback or sign-out URL of the web client: https, or http on localhost only (what
+Cognito accepts); no wildcard."""
+
+
 class FunctionConfig(BaseModel):
     """Sizing of one Lambda function."""
 
@@ -185,6 +192,21 @@ class StageConfig(BaseModel):
     cors_allowed_origins: tuple[str, ...] = ()
     domain_name: str | None = None
     certificate_arn: str | None = None
+    # --- console -------------------------------------------------------------------------
+    console_callback_urls: tuple[ConsoleUrl, ...] = Field(
+        default=(),
+        description="Sign-in callback URLs of the web client besides the console's own "
+        "(https://<distribution>/callback), e.g. a developer's http://localhost:5173/callback.",
+    )
+    console_logout_urls: tuple[ConsoleUrl, ...] = Field(
+        default=(),
+        description="Sign-out URLs of the web client besides the console's own "
+        "(https://<distribution>/).",
+    )
+    console_price_class: Literal["PRICE_CLASS_100", "PRICE_CLASS_200", "PRICE_CLASS_ALL"] = Field(
+        default="PRICE_CLASS_100",
+        description="The CloudFront edge locations that serve the console (and its /v1 calls).",
+    )
     # --- identity ------------------------------------------------------------------------
     mfa: Literal["OPTIONAL", "REQUIRED"] = "OPTIONAL"
     threat_protection: Literal["AUDIT", "ENFORCED"] = "AUDIT"

@@ -29,7 +29,11 @@ class Identity:
     stack), so their construct paths, and with them their logical ids, do not depend on how
     the code is grouped."""
 
-    def __init__(self, scope: Construct, *, config: StageConfig) -> None:
+    def __init__(
+        self, scope: Construct, *, config: StageConfig, console_url: str | None = None
+    ) -> None:
+        """``console_url``: the console's origin (``https://<distribution domain>``); with
+        it, the web client also signs users in through the hosted UI."""
         self.user_pool = _user_pool(scope, config)
         # Groups the API reads from cognito:groups (Settings.admin_group / team_admin_group).
         for group_id, group_name, description in (
@@ -64,18 +68,21 @@ class Identity:
         self.service_scope = f"{RESOURCE_SERVER_ID}/{SERVICE_SCOPE_NAME}"
         self.domain = self.user_pool.add_domain(
             "Domain",
-            cognito_domain=cognito.CognitoDomainOptions(
-                domain_prefix=config.cognito_domain_prefix
-                or f"engram-{config.name}-{Aws.ACCOUNT_ID}"
-            ),
+            cognito_domain=cognito.CognitoDomainOptions(domain_prefix=domain_prefix(config)),
         )
-        # End users (chat frontends): SRP sign-in, no client secret, no hosted OAuth flows.
-        # Nobody but an admin (AdminUpdateUserAttributes) may set custom:team.
+        # End users (chat frontends, the console): SRP sign-in and, with a console, the
+        # hosted UI's authorization-code flow (PKCE, no client secret, no implicit flow).
+        # Nobody but an admin (AdminUpdateUserAttributes) may set custom:team; the client may
+        # read every attribute, so the ID token carries custom:team and cognito:groups.
         self.web_client = self.user_pool.add_client(
             "WebClient",
             generate_secret=False,
             auth_flows=cognito.AuthFlow(user_srp=True),
-            disable_o_auth=True,
+            disable_o_auth=console_url is None,
+            o_auth=_console_oauth(config, console_url) if console_url else None,
+            supported_identity_providers=(
+                [cognito.UserPoolClientIdentityProvider.COGNITO] if console_url else None
+            ),
             prevent_user_existence_errors=True,
             write_attributes=cognito.ClientAttributes().with_standard_attributes(
                 email=True, fullname=True
@@ -139,6 +146,32 @@ class Identity:
                 "This stage's config runs Cognito threat protection in audit mode to avoid "
                 "blocking automated test sign-ins; prod enforces it.",
             )
+
+
+def domain_prefix(config: StageConfig) -> str:
+    """The hosted domain's prefix (``<prefix>.auth.<region>.amazoncognito.com``)."""
+    return config.cognito_domain_prefix or f"engram-{config.name}-{Aws.ACCOUNT_ID}"
+
+
+def hosted_ui_url(config: StageConfig) -> str:
+    """The origin of the stage's hosted UI and OAuth endpoints (``/oauth2/token``, ...)."""
+    return f"https://{domain_prefix(config)}.auth.{Aws.REGION}.amazoncognito.com"
+
+
+CONSOLE_SCOPES = (cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL, cognito.OAuthScope.PROFILE)
+"""What the console asks for (``infra.constructs.console.SCOPES``); ``openid`` brings the ID
+token."""
+
+
+def _console_oauth(config: StageConfig, console_url: str) -> cognito.OAuthSettings:
+    """The hosted UI's code flow, back to the console's ``/callback`` (and its ``/`` after
+    sign-out), plus the stage's extra URLs."""
+    return cognito.OAuthSettings(
+        flows=cognito.OAuthFlows(authorization_code_grant=True, implicit_code_grant=False),
+        scopes=list(CONSOLE_SCOPES),
+        callback_urls=[f"{console_url}/callback", *config.console_callback_urls],
+        logout_urls=[f"{console_url}/", *config.console_logout_urls],
+    )
 
 
 def _user_pool(scope: Construct, config: StageConfig) -> cognito.UserPool:

@@ -1,5 +1,6 @@
-"""Service: the Lambdas, the HTTP API with a Cognito JWT authorizer, the queues, the schedules and
-the deploy-time migration. The stack only composes the concerns of ``infra.constructs``."""
+"""Service: the Lambdas, the HTTP API with a Cognito JWT authorizer, the queues, the schedules,
+the deploy-time migration and the console's hosting. The stack only composes the concerns of
+``infra.constructs``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.cache_rotation import CacheRotation
+from infra.constructs.console import ConsoleHosting, console_config
 from infra.constructs.domain_events import DomainEvents
 from infra.constructs.functions import DataEndpoints, Functions
 from infra.constructs.http_api import HttpApi
@@ -20,6 +22,7 @@ from infra.constructs.identity import (
     TEAM_SCOPE_PREFIX,
     Identity,
     construct_suffix,
+    hosted_ui_url,
 )
 from infra.constructs.migration import Migration
 from infra.constructs.nag import acknowledge
@@ -41,13 +44,28 @@ class ServiceStack(Stack):
         vpc: ec2.IVpc,
         functions_sg: ec2.ISecurityGroup,
         data: DataEndpoints,
+        console_assets: Path | None = None,
         **kwargs: Any,
     ) -> None:
+        """``console_assets``: the console's AWS build to host (none: no console)."""
         super().__init__(scope, id, **kwargs)
         self.config = config
         queues = Queues(self, config=config)
         self.ingest, self.extraction = queues.ingest, queues.extraction
-        self.identity = Identity(self, config=config)
+        self.console = (
+            ConsoleHosting(
+                self,
+                "Console",
+                config=config,
+                assets=console_assets,
+                hosted_ui=hosted_ui_url(config),
+            )
+            if console_assets is not None
+            else None
+        )
+        self.identity = Identity(
+            self, config=config, console_url=self.console.url if self.console else None
+        )
         self.user_pool = self.identity.user_pool
         self.web_client = self.identity.web_client
         self.service_client = self.identity.service_client
@@ -95,6 +113,15 @@ class ServiceStack(Stack):
         ).function
         http_api = HttpApi(self, config=config, identity=self.identity, functions=self.functions)
         self.authorizer, self.api, self.stage = http_api.authorizer, http_api.api, http_api.stage
+        if self.console is not None:
+            self.console.route_api(self.api)
+            self.console.deploy(
+                config_json=console_config(
+                    hosted_ui=hosted_ui_url(config),
+                    client_id=self.web_client.user_pool_client_id,
+                    url=self.console.url,
+                )
+            )
         self._outputs()
         acknowledge(
             self,
@@ -122,6 +149,10 @@ class ServiceStack(Stack):
             "EventArchiveName": self.event_archive.archive_name,
             "ReviewNotificationsQueueName": self.review_notifications.queue.queue_name,
         }
+        if self.console is not None:
+            outputs["ConsoleUrl"] = self.console.url
+            outputs["ConsoleDistributionId"] = self.console.distribution.distribution_id
+            outputs["HostedUiUrl"] = hosted_ui_url(self.config)
         for output_id, value in outputs.items():
             CfnOutput(self, output_id, value=value)
         for team, client in self.team_clients.items():

@@ -26,7 +26,8 @@ os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
 from infra.bundling import REPO_ROOT
 from infra.config import LAMBDA_FUNCTIONS
-from tests.infrastructure.synth import Synthesized, synthesize
+from infra.console_assets import ASSETS_ENV
+from tests.infrastructure.synth import CONSOLE_FIXTURE, Synthesized, synthesize
 
 STUB_HANDLER = '''"""Stand-in for the infrastructure tests until functions/{name} exists."""
 import engram
@@ -99,6 +100,7 @@ def cli_synth(repo_root: Path, stage: str, outdir: Path, cache: Path) -> CliSynt
     env.update(OFFLINE_ENV)
     env["CDK_OUTDIR"] = str(outdir)
     env["ENGRAM_BUNDLE_CACHE"] = str(cache)
+    env[ASSETS_ENV] = str(CONSOLE_FIXTURE)  # the console's build is the console's tests' concern
     # The Makefile runs this under `uv run`; here the test's interpreter is the venv's python.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     was_empty = not cache.exists() or not any(cache.iterdir())

@@ -60,12 +60,23 @@ def bundle_cache(path: Path) -> Iterator[None]:
             os.environ["ENGRAM_BUNDLE_CACHE"] = before
 
 
+CONSOLE_FIXTURE = Path(__file__).parent / "fixtures" / "console-dist-aws"
+"""A stand-in for ``console/dist-aws`` (the console's AWS build) that the tests host, so the
+infrastructure tier neither needs nor builds the console."""
+
+
 def synthesize(
-    stage: str | StageConfig, repo_root: Path, outdir: Path, *, cache: Path | None = None
+    stage: str | StageConfig,
+    repo_root: Path,
+    outdir: Path,
+    *,
+    cache: Path | None = None,
+    console: Path | None = CONSOLE_FIXTURE,
 ) -> Synthesized:
-    """One stage (by name or config) synthesised in-process; ``cache``: the bundle cache."""
+    """One stage (by name or config) synthesised in-process; ``cache``: the bundle cache;
+    ``console``: the console build hosted (None: no console)."""
     with bundle_cache(cache) if cache else contextlib.nullcontext():
-        app, built = create_app(stage, repo_root=repo_root, outdir=str(outdir))
+        app, built = create_app(stage, repo_root=repo_root, outdir=str(outdir), console=console)
         app.synth()  # raises if any cdk-nag AwsSolutions finding is not acknowledged
     name = stage.name if isinstance(stage, StageConfig) else stage
     templates = {

@@ -133,7 +133,13 @@ def test_dependency_hash_follows_the_lock_and_the_platform(tmp_path: Path) -> No
 def test_synthesised_assets_hold_handler_engram_and_arm64_wheels(prod: Synthesized) -> None:
     manifest = json.loads((prod.outdir / "Engram-prod-Service.assets.json").read_text())
     service = prod.template("Service")["Resources"]
-    layers = [r for r in service.values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    # Engram's one dependencies layer (CDK's bucket deployment of the console brings its own)
+    layers = [
+        r
+        for r in service.values()
+        if r["Type"] == "AWS::Lambda::LayerVersion"
+        and r["Properties"].get("Description") == "Engram runtime dependencies from uv.lock"
+    ]
     assert len(layers) == 1
     layer_key = layers[0]["Properties"]["Content"]["S3Key"].removesuffix(".zip")
     layer_dir = prod.outdir / manifest["files"][layer_key]["source"]["path"]

@@ -84,3 +84,20 @@ def test_ingest_batches_stay_under_lambdas_invoke_payload() -> None:
         StageConfig(name="dev", ingest_max_message_bytes=2 * 1024 * 1024)
     with pytest.raises(ValidationError, match="ingest_max_message_bytes"):
         StageConfig(name="dev", ingest_max_message_bytes=1024)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://console.example.com/callback", "http://localhost:5173/callback", "http://localhost/"],
+)
+def test_extra_console_urls_accept_https_and_localhost(url: str) -> None:
+    config = StageConfig(name="t1", console_callback_urls=(url,), console_logout_urls=(url,))
+    assert config.console_callback_urls == (url,)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://console.example.com/callback", "https://*.example.com/", "ftp://x/"]
+)
+def test_extra_console_urls_refuse_plain_http_and_wildcards(url: str) -> None:
+    with pytest.raises(ValidationError, match="console_callback_urls"):
+        StageConfig(name="t1", console_callback_urls=(url,))
