@@ -75,7 +75,6 @@ class ServiceStack(Stack):
         self.event_bus = domain_events.event_bus
         self.event_archive = domain_events.event_archive
         self.review_notifications = domain_events.review_notifications
-        self.proposals_rule = domain_events.proposals_rule
         functions = Functions(
             self,
             config=config,
@@ -88,7 +87,6 @@ class ServiceStack(Stack):
             domain_events=domain_events,
             service_scope=self.service_scope,
         )
-        self.layer, self.cursor_key = functions.layer, functions.cursor_key
         self.functions = functions.functions
         schedules = Schedules(self, config=config, functions=self.functions)
         self.maintenance_failures = schedules.maintenance_failures
@@ -114,20 +112,24 @@ class ServiceStack(Stack):
         http_api = HttpApi(self, config=config, identity=self.identity, functions=self.functions)
         self.authorizer, self.api, self.stage = http_api.authorizer, http_api.api, http_api.stage
         if self.console is not None:
-            self.console.route_api(self.api)
-            self.console.deploy(
-                config_json=console_config(
-                    hosted_ui=hosted_ui_url(config),
-                    client_id=self.web_client.user_pool_client_id,
-                    url=self.console.url,
-                )
-            )
+            self._serve_console(self.console)
         self._outputs()
         acknowledge(
             self,
             "AwsSolutions-L1",
             "Python 3.12 is pinned on purpose: the dependency wheels are built for cp312 and "
             "the bundle is proven by importing it on a local CPython 3.12.",
+        )
+
+    def _serve_console(self, console: ConsoleHosting) -> None:
+        """The API behind the console's ``/v1/*``, and its assets with ``config.json``."""
+        console.route_api(self.api)
+        console.deploy(
+            config_json=console_config(
+                hosted_ui=hosted_ui_url(self.config),
+                client_id=self.web_client.user_pool_client_id,
+                url=console.url,
+            )
         )
 
     def _outputs(self) -> None:
