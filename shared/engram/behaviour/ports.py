@@ -21,7 +21,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, overload
+from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
 
 from engram.behaviour.models import (
     Fact,
@@ -32,6 +32,7 @@ from engram.behaviour.models import (
 from engram.errors import InvalidInput
 
 
+@runtime_checkable
 class ObservationLog(Protocol):
     def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
         """Store observations not seen before (idempotent by id); return how many were new."""
@@ -46,6 +47,7 @@ class ObservationLog(Protocol):
         ...
 
 
+@runtime_checkable
 class FactRepository(Protocol):
     def get(self, identity_id: str) -> list[Fact]: ...
 
@@ -56,6 +58,7 @@ class FactRepository(Protocol):
     def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
 
 
+@runtime_checkable
 class CheckpointStore(Protocol):
     def get(self, identity_id: str) -> int | None: ...
 

@@ -169,3 +169,17 @@ def test_derived_append_many_reports_each_identity(clock: FakeClock, make_obs: M
     assert got[up] == 1
     assert isinstance(got[down], ConnectionError)
     assert len(store.since(up, None)) == 1
+
+
+def test_the_three_store_shapes_still_answer_isinstance() -> None:
+    from engram import InMemoryCheckpointStore, InMemoryFactRepository, InMemoryObservationLog
+    from engram.behaviour.ports import CheckpointStore, FactRepository, ObservationLog
+
+    store = InMemoryBehaviourStore()
+    assert isinstance(store, ObservationLog)
+    assert isinstance(store, FactRepository)
+    assert isinstance(store.checkpoints, CheckpointStore)
+    assert isinstance(InMemoryObservationLog(), ObservationLog)
+    assert isinstance(InMemoryFactRepository(), FactRepository)
+    assert isinstance(InMemoryCheckpointStore(), CheckpointStore)
+    assert not isinstance(object(), ObservationLog)
