@@ -41,6 +41,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from engram.bootstrap.parts import part
 from engram.bootstrap.postgres_parts import PostgresParts
 from engram.bootstrap.redis_parts import RedisParts
 
@@ -61,17 +62,14 @@ _log = logging.getLogger("engram.bootstrap")
 
 
 class Container(RedisParts, PostgresParts):
-    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a property
+    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a ``part``
     of this class) given instead of built; ``None`` is a value (say, no ingest queue)."""
 
-    @property
+    @part
     def sqs(self) -> Any:
-        def make() -> Any:
-            from engram.adapters.sqs import sqs_client
+        from engram.adapters.sqs import sqs_client
 
-            return sqs_client(self.settings.aws_region)
-
-        return self._part("sqs", make)
+        return sqs_client(self.settings.aws_region)
 
     def _sender(self, url: str | None) -> MessageQueue | None:
         if not url:
@@ -80,151 +78,115 @@ class Container(RedisParts, PostgresParts):
 
         return SqsSender(self.sqs, url)
 
-    @property
+    @part
     def ingest_queue(self) -> MessageQueue | None:
-        def make() -> MessageQueue | None:
-            from engram.adapters.sqs import SqsSender
+        from engram.adapters.sqs import SqsSender
 
-            url = self.settings.ingest_queue_url
-            if not url:
-                return None
-            return SqsSender(self.sqs, url, max_batch_bytes=self.settings.ingest_max_message_bytes)
+        url = self.settings.ingest_queue_url
+        if not url:
+            return None
+        return SqsSender(self.sqs, url, max_batch_bytes=self.settings.ingest_max_message_bytes)
 
-        return self._part("ingest_queue", make)
-
-    @property
+    @part
     def extraction_queue(self) -> MessageQueue | None:
-        return self._part(
-            "extraction_queue", lambda: self._sender(self.settings.extraction_queue_url)
-        )
+        return self._sender(self.settings.extraction_queue_url)
 
-    @property
+    @part
     def transcript_queue(self) -> TranscriptQueue | None:
         """The extraction queue as the maintenance job pulls it."""
+        s = self.settings
+        if not s.extraction_queue_url:
+            return None
+        from engram.adapters.transcript_queue import SqsTranscriptQueue
 
-        def make() -> TranscriptQueue | None:
-            s = self.settings
-            if not s.extraction_queue_url:
-                return None
-            from engram.adapters.transcript_queue import SqsTranscriptQueue
+        return SqsTranscriptQueue(self.sqs, s.extraction_queue_url, s.extraction_dlq_url)
 
-            return SqsTranscriptQueue(self.sqs, s.extraction_queue_url, s.extraction_dlq_url)
-
-        return self._part("transcript_queue", make)
-
-    @property
+    @part
     def extractor(self) -> Extractor:
-        def make() -> Extractor:
-            from engram.adapters.bedrock_extractor import build_extractor
+        from engram.adapters.bedrock_extractor import build_extractor
 
-            return build_extractor(self.settings)
+        return build_extractor(self.settings)
 
-        return self._part("extractor", make)
-
-    @property
+    @part
     def ingest(self) -> IngestService:
-        def make() -> IngestService:
-            from engram.use_cases.ingest import IngestService
+        from engram.use_cases.ingest import IngestService
 
-            return IngestService(
-                self.ingest_queue,
-                extraction_queue=self.extraction_queue,
-                rules=self.emission_rules,
-                clock=self.clock,
-                limiter=self.ingest_limiter,
-                keys=self.ingest_keys,
-                # late: the memory service (PostgreSQL) is built at the first persona check
-                persona_access=lambda caller, persona: self.memories.check_persona_access(  # noqa: PLW0108
-                    caller, persona
-                ),
-                observation_retention_days=self.settings.observation_retention_days,
-                retry_window_s=self.settings.ingest_retry_window_s,
-                max_message_bytes=self.settings.ingest_max_message_bytes,
-            )
+        return IngestService(
+            self.ingest_queue,
+            extraction_queue=self.extraction_queue,
+            rules=self.emission_rules,
+            clock=self.clock,
+            limiter=self.ingest_limiter,
+            keys=self.ingest_keys,
+            # late: the memory service (PostgreSQL) is built at the first persona check
+            persona_access=lambda caller, persona: self.memories.check_persona_access(  # noqa: PLW0108
+                caller, persona
+            ),
+            observation_retention_days=self.settings.observation_retention_days,
+            retry_window_s=self.settings.ingest_retry_window_s,
+            max_message_bytes=self.settings.ingest_max_message_bytes,
+        )
 
-        return self._part("ingest", make)
-
-    @property
+    @part
     def sessions(self) -> SessionService:
-        def make() -> SessionService:
-            from engram.use_cases.session import SessionService
+        from engram.use_cases.session import SessionService
 
-            # a provider, not the service: building it (database URL, secret) happens on the
-            # first session's worker thread, and a failure there degrades only that session
-            return SessionService(
-                self.behaviour,
-                lambda: self.memories,
-                budget_ms=self.settings.consolidation_budget_ms,
-                hint_max_chars=self.settings.memory_hint_max_chars,
-            )
+        # a provider, not the service: building it (database URL, secret) happens on the
+        # first session's worker thread, and a failure there degrades only that session
+        return SessionService(
+            self.behaviour,
+            lambda: self.memories,
+            budget_ms=self.settings.consolidation_budget_ms,
+            hint_max_chars=self.settings.memory_hint_max_chars,
+        )
 
-        return self._part("sessions", make)
-
-    @property
+    @part
     def me(self) -> MeService:
-        def make() -> MeService:
-            from engram.use_cases.me import MeService
+        from engram.use_cases.me import MeService
 
-            return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
+        return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
 
-        return self._part("me", make)
-
-    @property
+    @part
     def event_bus(self) -> EventBus:
-        def make() -> EventBus:
-            from engram.adapters.eventbridge import EventBridgeBus, JsonlBus, events_client
+        from engram.adapters.eventbridge import EventBridgeBus, JsonlBus, events_client
 
-            s = self.settings
-            if s.event_bus_name:
-                return EventBridgeBus(events_client(s.aws_region), s.event_bus_name)
-            path = s.events_file or s.data_dir / "events.jsonl"
-            return JsonlBus(path, webhook_url=s.events_webhook_url)
+        s = self.settings
+        if s.event_bus_name:
+            return EventBridgeBus(events_client(s.aws_region), s.event_bus_name)
+        path = s.events_file or s.data_dir / "events.jsonl"
+        return JsonlBus(path, webhook_url=s.events_webhook_url)
 
-        return self._part("event_bus", make)
-
-    @property
+    @part
     def events_relay(self) -> OutboxRelay:
-        def make() -> OutboxRelay:
-            from engram.events.relay import OutboxRelay
+        from engram.events.relay import OutboxRelay
 
-            s = self.settings
-            return OutboxRelay(
-                self.outbox,
-                self.event_bus,
-                clock=self.clock,
-                max_attempts=s.events_max_attempts,
-                lease_ms=s.events_lease_s * 1000,
-                keep_sent_ms=s.events_keep_sent_s * 1000,
-            )
+        s = self.settings
+        return OutboxRelay(
+            self.outbox,
+            self.event_bus,
+            clock=self.clock,
+            max_attempts=s.events_max_attempts,
+            lease_ms=s.events_lease_s * 1000,
+            keep_sent_ms=s.events_keep_sent_s * 1000,
+        )
 
-        return self._part("events_relay", make)
-
-    @property
+    @part
     def facts(self) -> FactsService:
-        def make() -> FactsService:
-            from engram.use_cases.facts import FactsService
+        from engram.use_cases.facts import FactsService
 
-            return FactsService(self.behaviour)
+        return FactsService(self.behaviour)
 
-        return self._part("facts", make)
-
-    @property
+    @part
     def memory_use_cases(self) -> MemoryUseCases:
-        def make() -> MemoryUseCases:
-            from engram.use_cases.memories import MemoryUseCases
+        from engram.use_cases.memories import MemoryUseCases
 
-            return MemoryUseCases(self.memories)
+        return MemoryUseCases(self.memories)
 
-        return self._part("memory_use_cases", make)
-
-    @property
+    @part
     def cache_rotation(self) -> CacheSecretRotation:
-        def make() -> CacheSecretRotation:
-            from engram.adapters.cache_rotation import rotation_from_settings
+        from engram.adapters.cache_rotation import rotation_from_settings
 
-            return rotation_from_settings(self.settings, secrets=self._secrets)
-
-        return self._part("cache_rotation", make)
+        return rotation_from_settings(self.settings, secrets=self._secrets)
 
     def close(self) -> None:
         """Stop worker threads and close pools (local shutdown, tests)."""

@@ -1,12 +1,12 @@
 """``Parts``: what every part of a ``Container`` is built with — the settings, the clock, the
-Secrets Manager client — and the rule that each part is built once, on first use, unless it
-was given."""
+Secrets Manager client — and ``part``, the rule that each part is built once, on first use,
+unless it was given."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from engram.clock import Clock, SystemClock
 from engram.settings import Settings, get_settings
@@ -17,8 +17,33 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class part(Generic[T]):  # noqa: N801 - used as a decorator, like ``property``
+    """A part of a container: ``build(container)`` runs once, on first use, under the
+    container's lock, unless the part was given to the constructor; then the same object is
+    returned every time."""
+
+    def __init__(self, build: Callable[[Any], T]) -> None:
+        self._build = build
+        self._name = build.__name__
+        self.__doc__ = build.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, container: None, owner: type) -> part[T]: ...
+
+    @overload
+    def __get__(self, container: Parts, owner: type) -> T: ...
+
+    def __get__(self, container: Parts | None, owner: type) -> part[T] | T:
+        if container is None:
+            return self
+        return container._part(self._name, lambda: self._build(container))
+
+
 class Parts:
-    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a property
+    """Lazily built parts of one process. Every keyword of ``parts`` is a part (a ``part``
     of this class) given instead of built; ``None`` is a value (say, no ingest queue)."""
 
     def __init__(
@@ -33,7 +58,7 @@ class Parts:
         """``secrets``: the Secrets Manager client the credentials are read with;
         ``migrate=False``: the embedded database is used as it is (the caller migrated it)."""
         unknown = sorted(
-            name for name in parts if not isinstance(getattr(type(self), name, None), property)
+            name for name in parts if not isinstance(getattr(type(self), name, None), part)
         )
         if unknown:
             raise TypeError(f"not parts of a Container: {', '.join(unknown)}")

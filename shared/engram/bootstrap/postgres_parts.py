@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engram.bootstrap.parts import Parts
+from engram.bootstrap.parts import Parts, part
 
 if TYPE_CHECKING:
     from engram.adapters.postgres.pool import Database
@@ -45,147 +45,116 @@ if TYPE_CHECKING:
 class PostgresParts(Parts):
     """Explicit memories and the other PostgreSQL-backed parts."""
 
-    @property
+    @part
     def database_url(self) -> str:
-        def make() -> str:
-            s = self.settings
-            if s.database_url:
-                if not s.database_secret_arn:
-                    return s.database_url
-                from engram.adapters.secrets import database_url_from_secret
+        s = self.settings
+        if s.database_url:
+            if not s.database_secret_arn:
+                return s.database_url
+            from engram.adapters.secrets import database_url_from_secret
 
-                return database_url_from_secret(
-                    s.database_url, s.database_secret_arn, self._secret_client()
-                )
-            from engram.adapters.embedded import database_url
-
-            url = database_url(s)
-            if self._migrate is not False:
-                from engram.adapters.postgres.migrate import apply_migrations
-
-                apply_migrations(url, embedding_dimensions=s.embedding_dimensions)
-            return url
-
-        return self._part("database_url", make)
-
-    @property
-    def database(self) -> Database:
-        def make() -> Database:
-            from engram.adapters.postgres.pool import Database
-
-            s = self.settings
-            if "database_url" in self._given or not (s.database_url and s.database_secret_arn):
-                return Database.from_settings(s, self.database_url)
-            from engram.adapters.secrets import DatabaseLogin, Secret
-
-            secret = Secret(
-                s.database_secret_arn, self._secret_client(), max_age_s=s.secret_max_age_s
+            return database_url_from_secret(
+                s.database_url, s.database_secret_arn, self._secret_client()
             )
-            login = DatabaseLogin(s.database_url, secret)
-            return Database.from_settings(s, login.conninfo, refreshed=login.refreshed)
+        from engram.adapters.embedded import database_url
 
-        return self._part("database", make)
+        url = database_url(s)
+        if self._migrate is not False:
+            from engram.adapters.postgres.migrate import apply_migrations
 
-    @property
+            apply_migrations(url, embedding_dimensions=s.embedding_dimensions)
+        return url
+
+    @part
+    def database(self) -> Database:
+        from engram.adapters.postgres.pool import Database
+
+        s = self.settings
+        if "database_url" in self._given or not (s.database_url and s.database_secret_arn):
+            return Database.from_settings(s, self.database_url)
+        from engram.adapters.secrets import DatabaseLogin, Secret
+
+        secret = Secret(s.database_secret_arn, self._secret_client(), max_age_s=s.secret_max_age_s)
+        login = DatabaseLogin(s.database_url, secret)
+        return Database.from_settings(s, login.conninfo, refreshed=login.refreshed)
+
+    @part
     def memory_store(self) -> PostgresMemoryStore:
         """The PostgreSQL ``MemoryStore`` + ``PersonaStore`` under ``memories`` (also what
         the maintenance job's retention and erasure backstop run on)."""
+        from engram.adapters.postgres.store import PostgresMemoryStore
 
-        def make() -> PostgresMemoryStore:
-            from engram.adapters.postgres.store import PostgresMemoryStore
+        return PostgresMemoryStore(self.database, self.clock)
 
-            return PostgresMemoryStore(self.database, self.clock)
-
-        return self._part("memory_store", make)
-
-    @property
+    @part
     def embedder(self) -> Embedder | None:
-        def make() -> Embedder | None:
-            if self.settings.embedder == "local":
-                from engram.adapters.local_embedder import WordLlamaEmbedder
+        if self.settings.embedder == "local":
+            from engram.adapters.local_embedder import WordLlamaEmbedder
 
-                return WordLlamaEmbedder()
-            if self.settings.embedder == "minilm":
-                from engram.adapters.minilm_embedder import MiniLMEmbedder
+            return WordLlamaEmbedder()
+        if self.settings.embedder == "minilm":
+            from engram.adapters.minilm_embedder import MiniLMEmbedder
 
-                return MiniLMEmbedder()
-            if self.settings.embedder != "bedrock":
-                return None
-            from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
+            return MiniLMEmbedder()
+        if self.settings.embedder != "bedrock":
+            return None
+        from engram.adapters.bedrock_embedder import BedrockTitanEmbedder
 
-            return BedrockTitanEmbedder.from_settings(self.settings)
+        return BedrockTitanEmbedder.from_settings(self.settings)
 
-        return self._part("embedder", make)
-
-    @property
+    @part
     def cursors(self) -> CursorSigner:
         """Review cursors signed with the deployment's key, so every process accepts the
         cursors of the others."""
+        from engram.memories.cursors import CursorSigner
 
-        def make() -> CursorSigner:
-            from engram.memories.cursors import CursorSigner
+        s = self.settings
+        if s.cursor_key is not None:
+            key = s.cursor_key.get_secret_value().encode("utf-8")
+        elif s.cursor_key_secret_arn:
+            from engram.adapters.secrets import secret_string
 
-            s = self.settings
-            if s.cursor_key is not None:
-                key = s.cursor_key.get_secret_value().encode("utf-8")
-            elif s.cursor_key_secret_arn:
-                from engram.adapters.secrets import secret_string
+            key = secret_string(s.cursor_key_secret_arn, self._secret_client()).encode()
+        else:
+            from engram.adapters.keyfiles import cursor_key
 
-                key = secret_string(s.cursor_key_secret_arn, self._secret_client()).encode()
-            else:
-                from engram.adapters.keyfiles import cursor_key
+            key = cursor_key(s.data_dir)
+        return CursorSigner(key)
 
-                key = cursor_key(s.data_dir)
-            return CursorSigner(key)
-
-        return self._part("cursors", make)
-
-    @property
+    @part
     def memories(self) -> MemoryService:
-        def make() -> MemoryService:
-            from engram.memories.service import MemoryService
+        from engram.memories.service import MemoryService
 
-            store = self.memory_store
-            return MemoryService(
-                store,
-                store,
-                embedder=self.embedder,
-                settings=self.settings,
-                clock=self.clock,
-                cursors=self.cursors,
-            )
+        store = self.memory_store
+        return MemoryService(
+            store,
+            store,
+            embedder=self.embedder,
+            settings=self.settings,
+            clock=self.clock,
+            cursors=self.cursors,
+        )
 
-        return self._part("memories", make)
-
-    @property
+    @part
     def erasure_log(self) -> ErasureLog:
-        def make() -> ErasureLog:
-            from engram.adapters.postgres.erasures import PostgresErasureLog
+        from engram.adapters.postgres.erasures import PostgresErasureLog
 
-            return PostgresErasureLog(self.database, clock=self.clock)
+        return PostgresErasureLog(self.database, clock=self.clock)
 
-        return self._part("erasure_log", make)
-
-    @property
+    @part
     def outbox(self) -> Outbox:
-        def make() -> Outbox:
-            from engram.adapters.postgres.outbox import PostgresOutbox
+        from engram.adapters.postgres.outbox import PostgresOutbox
 
-            return PostgresOutbox(self.database)
+        return PostgresOutbox(self.database)
 
-        return self._part("outbox", make)
-
-    @property
+    @part
     def insights(self) -> InsightsService:
-        def make() -> InsightsService:
-            from engram.adapters.postgres.insights import PostgresInsights
-            from engram.insights.service import InsightsService
+        from engram.adapters.postgres.insights import PostgresInsights
+        from engram.insights.service import InsightsService
 
-            return InsightsService(
-                PostgresInsights(self.database), min_users=self.settings.insights_min_users
-            )
-
-        return self._part("insights", make)
+        return InsightsService(
+            PostgresInsights(self.database), min_users=self.settings.insights_min_users
+        )
 
     def ping_postgres(self) -> bool:
         with self.database.pool.connection(timeout=1.0) as conn:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engram.bootstrap.parts import Parts
+from engram.bootstrap.parts import Parts, part
 
 if TYPE_CHECKING:
     from engram.adapters.redis_behaviour import RedisBehaviourStore
@@ -36,106 +36,79 @@ if TYPE_CHECKING:
 class RedisParts(Parts):
     """Behavioural memory and the other Redis-backed parts."""
 
-    @property
+    @part
     def redis(self) -> Any:
-        def make() -> Any:
-            from engram.adapters.embedded import redis_client
+        from engram.adapters.embedded import redis_client
 
-            return redis_client(self.settings, secrets=self._secrets)
+        return redis_client(self.settings, secrets=self._secrets)
 
-        return self._part("redis", make)
-
-    @property
+    @part
     def behaviour_store(self) -> RedisBehaviourStore:
-        def make() -> RedisBehaviourStore:
-            from engram.adapters.redis_behaviour import RedisBehaviourStore
+        from engram.adapters.redis_behaviour import RedisBehaviourStore
 
-            s = self.settings
-            return RedisBehaviourStore(
-                self.redis,
-                prefix=s.redis_key_prefix,
-                ttl_days=s.identity_ttl_days,
-                clock=self.clock,
-            )
+        s = self.settings
+        return RedisBehaviourStore(
+            self.redis,
+            prefix=s.redis_key_prefix,
+            ttl_days=s.identity_ttl_days,
+            clock=self.clock,
+        )
 
-        return self._part("behaviour_store", make)
-
-    @property
+    @part
     def emission_rules(self) -> EmissionRules:
-        def make() -> EmissionRules:
-            from engram.behaviour.emission import EmissionRules
+        from engram.behaviour.emission import EmissionRules
 
-            return EmissionRules.from_file(self.settings.emission_rules_file)
+        return EmissionRules.from_file(self.settings.emission_rules_file)
 
-        return self._part("emission_rules", make)
-
-    @property
+    @part
     def behaviour(self) -> BehaviourService:
-        def make() -> BehaviourService:
-            from engram.behaviour.decay import decay_from_name
-            from engram.behaviour.service import BehaviourService
+        from engram.behaviour.decay import decay_from_name
+        from engram.behaviour.service import BehaviourService
 
-            s = self.settings
-            return BehaviourService(
-                self.behaviour_store,
-                decay=decay_from_name(s.decay),
-                clock=self.clock,
-                token_budget=s.prompt_token_budget,
-                rules=self.emission_rules,
-                observation_retention_days=s.observation_retention_days,
-            )
+        s = self.settings
+        return BehaviourService(
+            self.behaviour_store,
+            decay=decay_from_name(s.decay),
+            clock=self.clock,
+            token_budget=s.prompt_token_budget,
+            rules=self.emission_rules,
+            observation_retention_days=s.observation_retention_days,
+        )
 
-        return self._part("behaviour", make)
-
-    @property
+    @part
     def maintenance_state(self) -> MaintenanceStateStore:
-        def make() -> MaintenanceStateStore:
-            from engram.adapters.maintenance_state import RedisMaintenanceState
+        from engram.adapters.maintenance_state import RedisMaintenanceState
 
-            return RedisMaintenanceState(self.redis, prefix=self.settings.redis_key_prefix)
+        return RedisMaintenanceState(self.redis, prefix=self.settings.redis_key_prefix)
 
-        return self._part("maintenance_state", make)
-
-    @property
+    @part
     def maintenance_lease(self) -> MaintenanceLease:
         """The lease that serialises maintenance runs, on the container's Redis."""
+        from engram.adapters.maintenance_lease import RedisMaintenanceLease
 
-        def make() -> MaintenanceLease:
-            from engram.adapters.maintenance_lease import RedisMaintenanceLease
+        return RedisMaintenanceLease(self.redis, prefix=self.settings.redis_key_prefix)
 
-            return RedisMaintenanceLease(self.redis, prefix=self.settings.redis_key_prefix)
-
-        return self._part("maintenance_lease", make)
-
-    @property
+    @part
     def ingest_limiter(self) -> RateLimiter:
         """``Settings.observations_per_minute`` per identity, on Redis (fails open)."""
+        from engram.adapters.redis_ratelimit import RedisRateLimitStore
+        from engram.ratelimit import RateLimiter
 
-        def make() -> RateLimiter:
-            from engram.adapters.redis_ratelimit import RedisRateLimitStore
-            from engram.ratelimit import RateLimiter
+        store = RedisRateLimitStore(self.redis, prefix=self.settings.redis_key_prefix)
+        return RateLimiter(
+            store,
+            limit=self.settings.observations_per_minute,
+            window_s=60,
+            name="observations",
+            clock=self.clock,
+        )
 
-            store = RedisRateLimitStore(self.redis, prefix=self.settings.redis_key_prefix)
-            return RateLimiter(
-                store,
-                limit=self.settings.observations_per_minute,
-                window_s=60,
-                name="observations",
-                clock=self.clock,
-            )
-
-        return self._part("ingest_limiter", make)
-
-    @property
+    @part
     def ingest_keys(self) -> IdempotencyKeys:
         """``Idempotency-Key`` claims on Redis (ingest fails open when it cannot answer)."""
+        from engram.adapters.idempotency_keys import RedisIdempotencyKeys
 
-        def make() -> IdempotencyKeys:
-            from engram.adapters.idempotency_keys import RedisIdempotencyKeys
-
-            return RedisIdempotencyKeys(self.redis, prefix=self.settings.redis_key_prefix)
-
-        return self._part("ingest_keys", make)
+        return RedisIdempotencyKeys(self.redis, prefix=self.settings.redis_key_prefix)
 
     def ping_redis(self) -> bool:
         return bool(self.redis.ping())
