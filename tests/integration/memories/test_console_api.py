@@ -6,11 +6,11 @@ apply to the version the editor read."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from tests.integration.memories.conftest import Backend
+from tests.support.concurrency import race
 
 from engram.errors import Forbidden, InvalidInput, NotFound, PreconditionFailed
 from engram.identity import Caller
@@ -300,25 +300,6 @@ def test_bulk_review_ids_are_distinct_and_bounded() -> None:
 
 
 # --- optimistic concurrency ------------------------------------------------------------------
-def race(*calls: Callable[[], Any]) -> list[Any]:
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int, call: Callable[[], Any]) -> None:
-        barrier.wait()
-        try:
-            results[i] = call()
-        except Exception as exc:
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    return results
-
-
 def test_every_change_makes_a_new_version(backend: Backend) -> None:
     svc = backend.service()
     m = save(svc, ALICE, "editor", "vim")

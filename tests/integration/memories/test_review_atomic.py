@@ -4,13 +4,12 @@ winner's audit row is written with it; ``history`` follows the visibility rules.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 from tests.integration.memories.conftest import Backend, open_backend
+from tests.support.concurrency import race
 
 from engram.errors import Conflict, NotFound
 from engram.identity import Caller
@@ -31,26 +30,6 @@ BOB = Caller(user_id="bob", team_id="t1")
 ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
 OTHER = Caller(user_id="carol", team_id="t1", is_team_admin=True)
 TRIALS = 20
-
-
-def race(*calls: Callable[[], Any]) -> list[Any]:
-    """Run ``calls`` in threads released together; each result or the exception it raised."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int, call: Callable[[], Any]) -> None:
-        barrier.wait()
-        try:
-            results[i] = call()
-        except Exception as exc:
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    return results
 
 
 def test_approve_and_reject_released_together_exactly_one_wins(backend: Backend) -> None:
