@@ -10,7 +10,7 @@ Pure domain: they only call the stores' public methods.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -19,8 +19,8 @@ from engram.behaviour.decay import DecayStrategy
 from engram.behaviour.models import Fact, Observation
 from engram.identity import SERVICE_USER_PREFIX, parse_identity_id
 from engram.insights.models import Contribution, contributions
-from engram.memories.models import Memory, MemoryFilter, Scope, Status
-from engram.memories.ports import AccessContext, MemoryStore
+from engram.memories.models import MemoryFilter, Scope, Status
+from engram.memories.ports import MemoryStore, list_all
 from engram.memories.privacy import system_context
 
 
@@ -156,18 +156,6 @@ class MemoryStoreMaintenance:
             now=now,
         )
 
-    def _all(self, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
-        rows: list[Memory] = []
-        cursor: str | None = None
-        while True:
-            page = self._store.list_memories(
-                ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000})
-            )
-            rows.extend(page.memories)
-            if page.next_cursor is None:
-                return rows
-            cursor = page.next_cursor
-
     def apply_persona_retention(
         self,
         team_id: str,
@@ -179,32 +167,32 @@ class MemoryStoreMaintenance:
     ) -> dict[str, int]:
         """Archive active persona/persona_user rows of the persona idle for
         ``archive_after_days``; delete archived ones idle for ``delete_archived_after_days``."""
-        ctx = system_context(team_id)
+        ctx, store = system_context(team_id), self._store
         when = _when(now)
-        deleted = archived = 0
-        if delete_archived_after_days is not None:
-            for row in self._all(
-                ctx,
-                MemoryFilter(
-                    team_id=team_id,
-                    persona_id=persona_id,
-                    status=Status.ARCHIVED,
-                    updated_before=when - timedelta(days=delete_archived_after_days),
-                ),
-            ):
-                deleted += int(self._store.delete(ctx, row.id))
-        if archive_after_days is not None:
-            for row in self._all(
-                ctx,
-                MemoryFilter(
-                    team_id=team_id,
-                    persona_id=persona_id,
-                    status=Status.ACTIVE,
-                    updated_before=when - timedelta(days=archive_after_days),
-                ),
-            ):
-                archived += int(self._store.archive(ctx, row.id) is not None)
-        return {"archived": archived, "deleted": deleted}
+        counts = {"archived": 0, "deleted": 0}
+
+        def delete(memory_id: str) -> bool:
+            return store.delete(ctx, memory_id)
+
+        def archive(memory_id: str) -> bool:
+            return store.archive(ctx, memory_id) is not None
+
+        steps: tuple[tuple[int | None, Status, str, Callable[[str], bool]], ...] = (
+            (delete_archived_after_days, Status.ARCHIVED, "deleted", delete),
+            (archive_after_days, Status.ACTIVE, "archived", archive),
+        )
+        for days, status, counted, act in steps:  # deletes first: a row archived now stays
+            if days is None:
+                continue
+            idle = MemoryFilter(
+                team_id=team_id,
+                persona_id=persona_id,
+                status=status,
+                updated_before=when - timedelta(days=days),
+            )
+            for row in list_all(store, ctx, idle):
+                counts[counted] += int(act(row.id))
+        return counts
 
     def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
         """Delete what erasure deletes that was created up to ``before_ms``: the user's rows
@@ -218,6 +206,6 @@ class MemoryStoreMaintenance:
                 MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id),
                 MemoryFilter(team_id=team_id, scope=Scope.PERSONA, source_user_id=user_id),
             )
-            for row in self._all(ctx, flt)
+            for row in list_all(self._store, ctx, flt)
         ]
         return sum(int(self._store.delete(ctx, r.id)) for r in rows if r.created_at <= cutoff)

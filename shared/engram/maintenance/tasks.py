@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from engram.identity import Caller, parse_identity_id
 from engram.insights.ports import FactSource, InsightsStore
@@ -49,6 +49,21 @@ class Cycle(Protocol):
     """A task's cursor: how many times the task went through its whole list."""
 
     cycle: int
+
+
+class KeyCursor(Protocol):
+    """A cursor into a list in key order: the key of the last item visited (None: the start)."""
+
+    cycle: int
+    after: Any
+
+
+class Keyed(Protocol):
+    @property
+    def key(self) -> Any: ...
+
+
+KeyedT = TypeVar("KeyedT", bound=Keyed)
 
 
 @dataclass
@@ -104,6 +119,31 @@ class TaskRun:
                 self.rep.completed_cycle = True
                 return
             self.save()
+
+    def page_by_key(
+        self,
+        cur: KeyCursor,
+        *,
+        cap: int,
+        pages: Callable[[int], Sequence[KeyedT]],
+        visit: Callable[[KeyedT], None],
+    ) -> None:
+        """``page_through`` a list in key order after ``cur.after``: ``pages(limit)`` reads
+        the next page, a page shorter than ``limit`` is the last, and each item's key is the
+        cursor before the item is visited (a failing item never blocks the list)."""
+
+        def fetch(limit: int) -> tuple[Sequence[KeyedT], bool]:
+            page = list(pages(limit))
+            return page, len(page) < limit
+
+        def one(item: KeyedT) -> None:
+            cur.after = item.key
+            visit(item)
+
+        def restart() -> None:
+            cur.after = None
+
+        self.page_through(cur, cap=cap, fetch=fetch, visit=one, end=restart)
 
 
 def walk_identities(
@@ -184,12 +224,7 @@ def retention(
     persona policy when the store has no per-persona retention)."""
     rep = run.rep
 
-    def fetch(limit: int) -> tuple[Sequence[RetentionPolicy], bool]:
-        page = list(policies.list_policies(after=cur.after, limit=limit))
-        return page, len(page) < limit
-
     def apply(policy: RetentionPolicy) -> None:
-        cur.after = policy.key
         archive, delete = policy.archive_after_days, policy.delete_archived_after_days
         if policy.persona_id is None:
             counts = memories.apply_retention(
@@ -213,10 +248,10 @@ def retention(
         rep.add("memoriesArchived", counts.get("archived", 0))
         rep.add("memoriesDeleted", counts.get("deleted", 0))
 
-    def restart() -> None:
-        cur.after = None
+    def pages(limit: int) -> Sequence[RetentionPolicy]:
+        return policies.list_policies(after=cur.after, limit=limit)
 
-    run.page_through(cur, cap=cap, fetch=fetch, visit=apply, end=restart)
+    run.page_by_key(cur, cap=cap, pages=pages, visit=apply)
 
 
 def erasure(
@@ -234,12 +269,7 @@ def erasure(
     ``settle_ms`` has passed since the erasure, mark it purged."""
     rep = run.rep
 
-    def fetch(limit: int) -> tuple[Sequence[ErasureRecord], bool]:
-        page = list(log.pending_purges(after=cur.after, limit=limit))
-        return page, len(page) < limit
-
     def purge(record: ErasureRecord) -> None:
-        cur.after = record.key
         team, user, erased_at = record.team_id, record.user_id, record.erased_at_ms
         if behaviour is not None:
             rep.add(
@@ -253,10 +283,10 @@ def erasure(
             log.mark_purged(team, user, erased_at)
             rep.add("erasuresSettled")
 
-    def restart() -> None:
-        cur.after = None
+    def pages(limit: int) -> Sequence[ErasureRecord]:
+        return log.pending_purges(after=cur.after, limit=limit)
 
-    run.page_through(cur, cap=cap, fetch=fetch, visit=purge, end=restart)
+    run.page_by_key(cur, cap=cap, pages=pages, visit=purge)
 
 
 def insights(

@@ -233,3 +233,15 @@ class EmbeddingBacklog(Protocol):
         the row still holds ``task.key`` and ``task.value``; a row changed or deleted since is
         left alone (its save embedded it, or it is listed again). How many were stored."""
         ...
+
+
+def list_all(store: MemoryStore, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
+    """Every memory ``flt`` lists, all its pages (the service's own jobs and exports)."""
+    rows: list[Memory] = []
+    cursor: str | None = None
+    while True:
+        page = store.list_memories(ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000}))
+        rows.extend(page.memories)
+        if page.next_cursor is None:
+            return rows
+        cursor = page.next_cursor

@@ -26,20 +26,29 @@ def system_context(team_id: str, user_id: str = "engram-system") -> AccessContex
 def can_see(
     ctx: AccessContext, team_id: str, scope: Scope, owner_id: str, user_id: str | None
 ) -> bool:
-    if team_id != ctx.team_id:
-        return False
-    if ctx.elevated:
-        return True
-    if scope is Scope.USER:
-        return owner_id == ctx.user_id
-    if scope is Scope.PERSONA_USER:
-        return user_id == ctx.user_id
-    return True  # persona rows: the team's; group access is checked against the persona
+    """Persona rows are the team's to read (group access is checked against the persona)."""
+    return _reaches(ctx, team_id, scope, owner_id, user_id, persona_rows=True)
 
 
 def can_write(
     ctx: AccessContext, team_id: str, scope: Scope, owner_id: str, user_id: str | None
 ) -> bool:
+    """Persona rows are written by elevated contexts only (team admins, the service)."""
+    return _reaches(ctx, team_id, scope, owner_id, user_id, persona_rows=False)
+
+
+def _reaches(
+    ctx: AccessContext,
+    team_id: str,
+    scope: Scope,
+    owner_id: str,
+    user_id: str | None,
+    *,
+    persona_rows: bool,
+) -> bool:
+    """Within the context's team only: an elevated context reaches every row, anyone else
+    their own ``user`` rows and their ``persona_user`` rows, and persona rows as
+    ``persona_rows`` says."""
     if team_id != ctx.team_id:
         return False
     if ctx.elevated:
@@ -48,7 +57,7 @@ def can_write(
         return owner_id == ctx.user_id
     if scope is Scope.PERSONA_USER:
         return user_id == ctx.user_id
-    return False
+    return persona_rows
 
 
 def memory_visible(ctx: AccessContext, m: Memory) -> bool:

@@ -32,7 +32,7 @@ from engram.memories.models import (
     Status,
     ToolResult,
 )
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, list_all
 from engram.memories.privacy import context_for, persona_allows
 from engram.memories.review import ReviewOutcome, ReviewPipeline
 from engram.memories.scopes import parse_scope, save_target
@@ -345,18 +345,6 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         )
 
     # --- the user's own data ----------------------------------------------------------------
-    def _all(self, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
-        out: list[Memory] = []
-        cursor: str | None = None
-        while True:
-            page = self._store.list_memories(
-                ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000})
-            )
-            out.extend(page.memories)
-            if page.next_cursor is None:
-                return out
-            cursor = page.next_cursor
-
     def export(self, caller: Caller) -> dict[str, Any]:
         """Every memory erasure would delete, all statuses: the caller's user and persona_user
         memories and the persona memories learnt from their transcripts."""
@@ -368,7 +356,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
             MemoryFilter(team_id=team, scope=Scope.PERSONA_USER, user_id=user),
             MemoryFilter(team_id=team, scope=Scope.PERSONA, source_user_id=user),
         ):
-            mine += self._all(ctx, flt)
+            mine += list_all(self._store, ctx, flt)
         return {"memories": [m.to_json_dict() for m in mine]}
 
     def erase(self, caller: Caller) -> dict[str, int]:
