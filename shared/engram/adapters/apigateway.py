@@ -53,6 +53,7 @@ from engram.api.errors import (
     log_unexpected,
 )
 from engram.api.http import json_response, parse_body
+from engram.api.identity import event_header
 from engram.errors import InvalidInput
 from engram.identity import Caller
 from engram.settings import Settings
@@ -93,14 +94,7 @@ class Request:
         return {str(k): str(v) for k, v in params.items()} if isinstance(params, Mapping) else {}
 
     def header(self, name: str) -> str | None:
-        headers = self.event.get("headers") or {}
-        if not isinstance(headers, Mapping):
-            return None
-        wanted = name.lower()
-        for key, value in headers.items():
-            if str(key).lower() == wanted:
-                return str(value)
-        return None
+        return event_header(self.event, name)
 
     def body(self, model: type[M], *, empty_as_object: bool = False) -> M:
         return parse_body(

@@ -120,7 +120,8 @@ def _jwt(event: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
     return claims, _scopes(jwt, claims)
 
 
-def _event_header(event: Mapping[str, Any], name: str) -> str | None:
+def event_header(event: Mapping[str, Any], name: str) -> str | None:
+    """The value of header ``name`` of an API Gateway event, matched case-insensitively."""
     headers = event.get("headers") or {}
     if not isinstance(headers, Mapping):
         return None
@@ -194,5 +195,5 @@ def caller_from_event(event: Mapping[str, Any], settings: Settings | None = None
     settings = settings or get_settings()
     claims, scopes = _jwt(event)
     return caller_from_claims(
-        claims, scopes, act_as=_event_header(event, settings.act_as_header), settings=settings
+        claims, scopes, act_as=event_header(event, settings.act_as_header), settings=settings
     )

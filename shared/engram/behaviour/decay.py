@@ -93,11 +93,13 @@ class ExponentialDecay:
         return min(MAX_CONFIDENCE, confidence + self.reinforce_amount), ease_factor
 
     def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
+        confidence, ease = self.reinforced_values(fact.confidence, fact.ease_factor, quality)
         return fact.evolve(
-            confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
+            confidence=confidence,
             reinforcement_count=fact.reinforcement_count + 1,
             last_reinforced_at=now,
             updated_at=now,
+            ease_factor=ease,
         )
 
     def new_fact_ease(self) -> float | None:
@@ -125,7 +127,10 @@ class AdaptiveDecay(ExponentialDecay):
         self.min_ease = min_ease
 
     def ease_of(self, fact: Fact) -> float:
-        return fact.ease_factor if fact.ease_factor is not None else self.default_ease
+        return self._ease(fact.ease_factor)
+
+    def _ease(self, ease_factor: float | None) -> float:
+        return ease_factor if ease_factor is not None else self.default_ease
 
     def next_ease(self, ease: float, quality: float) -> float:
         q = min(1.0, max(0.0, quality))
@@ -135,26 +140,16 @@ class AdaptiveDecay(ExponentialDecay):
         return _days(fact, now) / self.ease_of(fact)
 
     def factor(self, idle_ms: int, ease_factor: float | None) -> float:
-        ease = ease_factor if ease_factor is not None else self.default_ease
+        ease = self._ease(ease_factor)
         value: float = self.base_decay ** (max(0.0, idle_ms / MS_PER_DAY) / ease)
         return value
 
     def reinforced_values(
         self, confidence: float, ease_factor: float | None, quality: float
     ) -> tuple[float, float | None]:
-        ease = ease_factor if ease_factor is not None else self.default_ease
         return (
             min(MAX_CONFIDENCE, confidence + self.reinforce_amount),
-            self.next_ease(ease, quality),
-        )
-
-    def reinforce(self, fact: Fact, quality: float = 1.0, *, now: int) -> Fact:
-        return fact.evolve(
-            confidence=min(MAX_CONFIDENCE, fact.confidence + self.reinforce_amount),
-            reinforcement_count=fact.reinforcement_count + 1,
-            last_reinforced_at=now,
-            updated_at=now,
-            ease_factor=self.next_ease(self.ease_of(fact), quality),
+            self.next_ease(self._ease(ease_factor), quality),
         )
 
     def new_fact_ease(self) -> float | None:

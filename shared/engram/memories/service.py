@@ -44,6 +44,7 @@ from engram.memories.tools import (
     parse_recall_args,
     parse_save_args,
     recall_result_text,
+    refused,
     save_result_text,
 )
 from engram.memories.tools import tool_definitions as _tool_definitions
@@ -169,12 +170,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         except InvalidInput as exc:
             return argument_error(name, exc)
         except QuotaExceeded as exc:
-            return ToolResult(
-                name=name,
-                ok=False,
-                text=f"Nothing was saved: {exc.message}",
-                error={"code": exc.code, "message": exc.message},
-            )
+            return refused(name, "Nothing was saved", exc)
 
     def _execute_tool(
         self,
@@ -196,12 +192,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
             try:
                 memory, created = self.save(caller, request)
             except MemoryDisabled as exc:
-                return ToolResult(
-                    name=name,
-                    ok=False,
-                    text=f"Memory is switched off: {exc.message}",
-                    error={"code": exc.code, "message": exc.message},
-                )
+                return refused(name, "Memory is switched off", exc)
             return ToolResult(
                 name=name,
                 ok=True,

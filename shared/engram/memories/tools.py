@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from engram.errors import InvalidInput
+from engram.errors import EngramError, InvalidInput
 from engram.memories.hint import sanitise
 from engram.memories.inputs import MemoryRecallArgs, MemorySaveArgs
 from engram.memories.models import KEY_MAX, VALUE_MAX, Memory, ToolResult
@@ -130,6 +130,17 @@ def argument_error(name: str, exc: InvalidInput) -> ToolResult:
         ok=False,
         text=f"Invalid arguments, nothing was done: {exc.message}",
         error={"code": exc.code, "message": exc.message, "field": exc.field},
+    )
+
+
+def refused(name: str, reason: str, exc: EngramError) -> ToolResult:
+    """The result a model reads when the call was refused for ``reason`` (memory switched
+    off, a full quota): nothing was saved."""
+    return ToolResult(
+        name=name,
+        ok=False,
+        text=f"{reason}: {exc.message}",
+        error={"code": exc.code, "message": exc.message},
     )
 
 
