@@ -1,6 +1,7 @@
 """One parametrised backend fixture: every conformance test runs on the in-memory adapter and
-on the PostgreSQL adapter over the real embedded PostgreSQL (pgvector); the store conformance
-tests also on PostgreSQL 16 (``test_store_conformance.backend``)."""
+on the PostgreSQL adapter over the real embedded PostgreSQL (pgvector); a module marked
+``EVERY_VERSION`` (the store conformance tests, quotas, review, lifecycle) also on PostgreSQL 16
+(the major version Aurora runs)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,21 @@ from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.clock import FakeClock
+from engram.identity import Caller
 from engram.memories.recall import HashingEmbedder
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
 DIMS = 64
+
+EVERY_VERSION = pytest.mark.parametrize(
+    "backend", ["inmemory", "postgres", "postgres16"], indirect=True
+)
+"""Both stores, and PostgreSQL on 16 too."""
+
+ALICE = Caller(user_id="alice", team_id="t1")
+BOB = Caller(user_id="bob", team_id="t1")
+ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
 
 
 @dataclass

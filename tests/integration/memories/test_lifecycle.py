@@ -5,29 +5,16 @@ again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from tests.integration.memories.conftest import Backend, open_backend
+from tests.integration.memories.conftest import ADMIN, ALICE, EVERY_VERSION, Backend
 
 from engram.errors import Conflict, NotFound
-from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
 from engram.memories.models import Memory, Scope, Status
 from engram.memories.service import MemoryService
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
-    yield from open_backend(request, request.param)
-
-
-ALICE = Caller(user_id="alice", team_id="t1")
-ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
+pytestmark = [pytest.mark.integration, EVERY_VERSION]
 
 
 def run_every_retention_rule(svc: MemoryService, backend: Backend) -> None:

@@ -6,12 +6,11 @@ Each test ends by counting what is stored (SQL on PostgreSQL)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from tests.integration.memories.conftest import Backend, open_backend
+from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION, Backend
 
 from engram.errors import QuotaExceeded
 from engram.identity import Caller
@@ -22,15 +21,6 @@ from engram.memories.privacy import system_context
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
-    yield from open_backend(request, request.param)
-
-
-ALICE = Caller(user_id="alice", team_id="t1")
-BOB = Caller(user_id="bob", team_id="t1")
-ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
 CONCURRENT = 20
 
 
@@ -52,6 +42,7 @@ def stored(backend: Backend, where: str = "TRUE", *params: Any) -> int:
     )
 
 
+@EVERY_VERSION
 def test_concurrent_saves_at_limit_minus_one_create_exactly_one_row(backend: Backend) -> None:
     limit = 5
     svc = backend.service(max_memories_per_user=limit)
@@ -86,6 +77,7 @@ def test_concurrent_saves_at_limit_minus_one_create_exactly_one_row(backend: Bac
     assert stored(backend) == limit - 1 + len(accepted)
 
 
+@EVERY_VERSION
 def test_persona_user_rows_with_made_up_persona_ids_count_toward_the_user(
     backend: Backend,
 ) -> None:
@@ -116,6 +108,7 @@ def test_persona_user_rows_with_made_up_persona_ids_count_toward_the_user(
         assert stored(backend, "owner_id = %s OR user_id = %s", "alice", "alice") == 4
 
 
+@EVERY_VERSION
 def test_a_rejected_proposal_does_not_count_but_a_pending_one_does(backend: Backend) -> None:
     svc = backend.service(max_memories_per_user=2)
     p = svc.propose("t1", "alice", None, "hobby", "chess", 0.8, "c1")
@@ -128,6 +121,7 @@ def test_a_rejected_proposal_does_not_count_but_a_pending_one_does(backend: Back
     assert stored(backend) == 3
 
 
+@EVERY_VERSION
 def test_per_persona_and_per_team_quotas_name_themselves(backend: Backend) -> None:
     svc = backend.service(max_memories_per_persona=2, max_memories_per_team=5)
     svc.save(ADMIN, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona"))

@@ -4,11 +4,9 @@ winner's audit row is written with it; ``history`` follows the visibility rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import psycopg
 import pytest
-from tests.integration.memories.conftest import Backend, open_backend
+from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION, Backend
 from tests.support.concurrency import race
 
 from engram.errors import Conflict, NotFound
@@ -16,18 +14,9 @@ from engram.identity import Caller
 from engram.memories.inputs import MemoryPatchRequest, MemorySaveRequest
 from engram.memories.models import Memory, Status
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, EVERY_VERSION]
 
 
-@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """Both stores, and PostgreSQL on 16 too (the major version Aurora runs)."""
-    yield from open_backend(request, request.param)
-
-
-ALICE = Caller(user_id="alice", team_id="t1")
-BOB = Caller(user_id="bob", team_id="t1")
-ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
 OTHER = Caller(user_id="carol", team_id="t1", is_team_admin=True)
 TRIALS = 20
 

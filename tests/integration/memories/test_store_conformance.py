@@ -4,11 +4,10 @@ latter on PostgreSQL 18 and on 16 (the major version Aurora runs, with an older 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from tests.integration.memories.conftest import DIMS, Backend, open_backend
+from tests.integration.memories.conftest import DIMS, EVERY_VERSION, Backend
 
 from engram.memories.models import (
     MemoryFilter,
@@ -22,12 +21,7 @@ from engram.memories.models import (
 )
 from engram.memories.ports import AccessContext
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=["inmemory", "postgres", "postgres16"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    yield from open_backend(request, request.param)
+pytestmark = [pytest.mark.integration, EVERY_VERSION]
 
 
 T = "team-1"

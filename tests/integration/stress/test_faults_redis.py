@@ -9,7 +9,8 @@ session.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -46,6 +47,23 @@ def timed_session(http: httpx.Client) -> tuple[float, dict[str, Any]]:
     return elapsed, body
 
 
+def session_in_budget(http: httpx.Client) -> dict[str, Any]:
+    """A session start: 200 within the consolidation budget plus slack, whatever Redis does."""
+    elapsed, body = timed_session(http)
+    assert elapsed < BUDGET_MS / 1000 + SLACK_S
+    return body
+
+
+@contextmanager
+def behind_proxy(
+    own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
+) -> Iterator[tuple[FaultProxy, Live]]:
+    """The local service on ``own_redis`` reached through a fault proxy."""
+    with FaultProxy.for_redis_url(own_redis.url) as proxy:
+        target = own_redis.target().reached_at(proxy.url_for_redis())
+        yield proxy, live_factory(target, migrated_url, consolidation_budget_ms=BUDGET_MS)
+
+
 def recovered_and_consolidated(live: Live, http: httpx.Client, accepted: list[str]) -> None:
     """Queue drained with nothing dead-lettered, every 202'd id stored once, and a healthy
     session consolidates all of them."""
@@ -64,12 +82,7 @@ def recovered_and_consolidated(live: Live, http: httpx.Client, accepted: list[st
 def test_slow_redis_degrades_sessions_within_budget_and_loses_nothing(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(
-            own_redis.target().reached_at(proxy.url_for_redis()),
-            migrated_url,
-            consolidation_budget_ms=BUDGET_MS,
-        )
+    with behind_proxy(own_redis, migrated_url, live_factory) as (proxy, live):
         http = live.user()
         accepted = send(http, 0)
         assert live.queue.drain(10)
@@ -77,8 +90,7 @@ def test_slow_redis_degrades_sessions_within_budget_and_loses_nothing(
         proxy.latency(400)  # >= 800 ms per round trip, over the 500 ms budget
         accepted += send(http, 1)  # ingest does not wait for Redis
         for _ in range(2):
-            elapsed, body = timed_session(http)
-            assert elapsed < BUDGET_MS / 1000 + SLACK_S
+            body = session_in_budget(http)
             assert body["degraded"] == ["behaviour:timeout"]
             assert body["facts"] == []
             assert body["sections"]["facts"] == ""
@@ -91,12 +103,7 @@ def test_slow_redis_degrades_sessions_within_budget_and_loses_nothing(
 def test_redis_down_then_back(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(
-            own_redis.target().reached_at(proxy.url_for_redis()),
-            migrated_url,
-            consolidation_budget_ms=BUDGET_MS,
-        )
+    with behind_proxy(own_redis, migrated_url, live_factory) as (proxy, live):
         http = live.user()
         anonymous = live.http()
         accepted = send(http, 0)
@@ -105,8 +112,7 @@ def test_redis_down_then_back(
         proxy.down()
         accepted += send(http, 1)
         accepted += send(http, 2)
-        elapsed, body = timed_session(http)
-        assert elapsed < BUDGET_MS / 1000 + SLACK_S
+        body = session_in_budget(http)
         assert body["degraded"] == ["behaviour:unavailable"]
         assert body["facts"] == []
         health = anonymous.get("/v1/health").json()
@@ -128,20 +134,14 @@ def test_redis_down_then_back(
 def test_flapping_redis_loses_and_duplicates_nothing(
     own_redis: Any, migrated_url: str, live_factory: Callable[..., Live]
 ) -> None:
-    with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(
-            own_redis.target().reached_at(proxy.url_for_redis()),
-            migrated_url,
-            consolidation_budget_ms=BUDGET_MS,
-        )
+    with behind_proxy(own_redis, migrated_url, live_factory) as (proxy, live):
         http = live.user()
         accepted: list[str] = []
         proxy.flap(0.25)
         reasons: set[str] = set()
         for i in range(12):
             accepted += send(http, i)
-            elapsed, body = timed_session(http)
-            assert elapsed < BUDGET_MS / 1000 + SLACK_S
+            body = session_in_budget(http)
             reasons.update(body["degraded"])
             time.sleep(0.05)
         assert proxy.stats().transitions >= 2
@@ -166,12 +166,7 @@ def test_blackholed_redis_does_not_block_ingest_or_sessions(
     """Redis accepts connections and never answers: the rate limiter fails open after its
     socket timeout (ingest needs SQS, not Redis), sessions degrade within the budget, and the
     observations queued meanwhile are stored once Redis answers again."""
-    with FaultProxy.for_redis_url(own_redis.url) as proxy:
-        live = live_factory(
-            own_redis.target().reached_at(proxy.url_for_redis()),
-            migrated_url,
-            consolidation_budget_ms=BUDGET_MS,
-        )
+    with behind_proxy(own_redis, migrated_url, live_factory) as (proxy, live):
         http = live.user()
         accepted = send(http, 0)
         assert live.queue.drain(10)
@@ -179,8 +174,7 @@ def test_blackholed_redis_does_not_block_ingest_or_sessions(
         started = time.monotonic()
         accepted += send(http, 1)
         assert time.monotonic() - started < 5  # socket timeouts, not a hang
-        elapsed, body = timed_session(http)
-        assert elapsed < BUDGET_MS / 1000 + SLACK_S
+        body = session_in_budget(http)
         assert body["degraded"] in (["behaviour:timeout"], ["behaviour:unavailable"])
         proxy.pass_through()
         recovered_and_consolidated(live, http, accepted)
