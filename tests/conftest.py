@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from tests.support.services import (
     RedisTarget,
     redis_server,
 )
+
+if TYPE_CHECKING:
+    from engram.adapters.postgres.pool import Database
 
 REDIS_KINDS = ("standalone", "cluster")
 
@@ -98,6 +102,20 @@ def postgres() -> Iterator[EmbeddedPostgres]:
 def database_url(postgres: EmbeddedPostgres) -> str:
     """A URL to a fresh, empty database of the embedded PostgreSQL."""
     return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    """That database migrated (64-dimension embeddings), behind a small pool."""
+    from engram.adapters.postgres.migrate import apply_migrations
+    from engram.adapters.postgres.pool import Database
+
+    apply_migrations(database_url, embedding_dimensions=64)
+    database = Database(database_url, max_size=3, connect_timeout_s=3, statement_timeout_ms=5000)
+    try:
+        yield database
+    finally:
+        database.close()
 
 
 @pytest.fixture(scope="session")

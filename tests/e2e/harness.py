@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from tests.support.polling import eventually as poll
 from tests.support.services import APP_PREFIX, free_port
 
 from engram.client import EngramClient
@@ -43,15 +44,7 @@ def eventually(
     probe: Callable[[], T | None], *, timeout_s: float = 45.0, every_s: float = 0.2
 ) -> T:
     """Poll ``probe`` a bounded number of times until it returns something truthy."""
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s}s (last: {last!r})")
-        time.sleep(every_s)
+    return poll(probe, timeout_s=timeout_s, every_s=every_s)
 
 
 @dataclass(frozen=True)

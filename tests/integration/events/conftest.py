@@ -20,7 +20,6 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.services import RedisTarget
 
 from engram.adapters.eventbridge import EventBridgeBus
-from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
 from engram.bootstrap import Container
 from engram.clock import FakeClock
@@ -206,16 +205,6 @@ def eventbridge(moto_aws: None) -> Iterator[EventBridge]:
         events.meta.events.register("before-parameter-build.events.PutEvents", refusals)
         events.meta.events.register("after-call.events.PutEvents", refusals.answered)
         yield EventBridge(proxy, events, sqs, name, queue_url, refusals)
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    apply_migrations(database_url, embedding_dimensions=DIMS)
-    database = Database(database_url, max_size=3, connect_timeout_s=3, statement_timeout_ms=5000)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 @dataclass

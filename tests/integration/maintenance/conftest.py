@@ -13,7 +13,6 @@ import psycopg
 import pytest
 from tests.support.services import RedisTarget
 
-from engram.adapters.postgres.migrate import apply_migrations
 from engram.adapters.postgres.pool import Database
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.adapters.redis_client import make_redis
@@ -39,16 +38,6 @@ T0 = 1_767_225_600_000 + 100 * DAY
 def _quiet_powertools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    apply_migrations(database_url, embedding_dimensions=DIMS)
-    database = Database(database_url, max_size=3, connect_timeout_s=3, statement_timeout_ms=5000)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 class Ticking:

@@ -9,7 +9,6 @@ behavioural store holds for an identity, so tests can reconcile every 202 agains
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 import redis
 from tests.support.faultproxy import FaultProxy
 from tests.support.ledger import Ledger, assert_exactly_once, ledger
+from tests.support.polling import eventually as poll
 from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
@@ -42,14 +42,7 @@ def _quiet_powertools(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def eventually(probe: Callable[[], T], *, timeout_s: float = 20.0, every_s: float = 0.1) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout_s} s (last: {value!r})")
-        time.sleep(every_s)
+    return poll(probe, timeout_s=timeout_s, every_s=every_s)
 
 
 @dataclass
