@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engram.adapters.lambda_runtime import remaining_ms_of
 from engram.adapters.observability import add_metric, instrument, logger
 
 if TYPE_CHECKING:
@@ -23,14 +24,6 @@ if TYPE_CHECKING:
 EVENT_ID = "id"
 #: the run stops this long before the Lambda's time is up
 MARGIN_MS = 5_000
-
-
-def remaining_ms_of(context: Any) -> int | None:
-    getter = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(getter):
-        return None
-    value = getter()
-    return int(value) if isinstance(value, int | float) else None
 
 
 def run(event: Any, context: Any, *, container: Container | None = None) -> dict[str, Any]:

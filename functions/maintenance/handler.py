@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engram.adapters.lambda_runtime import remaining_ms_of
 from engram.adapters.observability import add_metric, instrument, logger, metrics
 from engram.bootstrap import get_container
 from engram.bootstrap.maintenance import build_maintenance_job
@@ -42,14 +43,6 @@ def schedule_of(event: Any) -> str:
     task, as the local timer does)."""
     raw = event.get("engramSchedule") if isinstance(event, dict) else None
     return raw if raw in (FREQUENT, DAILY) else "all"
-
-
-def remaining_ms_of(context: Any) -> int | None:
-    getter = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(getter):
-        return None
-    value = getter()
-    return int(value) if isinstance(value, int | float) else None
 
 
 def run(

@@ -325,13 +325,16 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_target: Red
     # one more round by a healthy process consumes whatever was left pending
     from engram import ExponentialDecay, consolidate
 
-    consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=ExponentialDecay(),
-    )
+    def one_round() -> None:
+        consolidate(
+            IDENTITY,
+            observations=store,
+            facts=store,
+            checkpoints=store.checkpoints,
+            decay=ExponentialDecay(),
+        )
+
+    one_round()
     book = ledger(client, IDENTITY)
     assert kills == 6
     assert_exactly_once(book, appended)
@@ -342,11 +345,5 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_target: Red
     # batches, whatever the kills did
     assert 1 <= affinity["reinforcementCount"] <= batches
     before = dict(book.facts)
-    consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=ExponentialDecay(),
-    )
+    one_round()
     assert ledger(client, IDENTITY).facts == before  # nothing new: nothing re-counted
