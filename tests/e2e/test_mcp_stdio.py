@@ -14,16 +14,9 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tests.e2e.harness import LocalEngram, Tenant
+from tests.support.mcp_tools import MCP_TOOLS
 
 ENGRAM_MCP = Path(sys.executable).parent / "engram-mcp"  # the console script `uv sync` installs
-TOOLS = {
-    "memory_save",
-    "memory_recall",
-    "memory_forget",
-    "session_context",
-    "record_tool_outcome",
-    "rank_tools",
-}
 
 
 def stdio(service: LocalEngram, token: str) -> StdioServerParameters:
@@ -57,7 +50,7 @@ def test_a_desktop_assistant_session_over_stdio(service: LocalEngram, tenant: Te
 
     async def session() -> None:
         async with Client(alice) as client:
-            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            assert {t.name for t in (await client.list_tools()).tools} == MCP_TOOLS
             saved = structured(
                 await client.call_tool("memory_save", {"key": "home_city", "value": "Lyon"})
             )

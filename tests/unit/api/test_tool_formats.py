@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 from functions.memories import handler as memories_fn
 from tests.support import provider_sdks as sdk
+from tests.support.unreachable import CLAIMS, UNREACHABLE
 
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.tool_calls import CALL_MODELS as ENGRAM_CALL_MODELS
@@ -21,14 +22,8 @@ from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.memories.service import MemoryService
 from engram.memories.tools import TOOL_FORMATS, tool_definitions
-from engram.settings import Settings
 
 PROVIDERS = ("openai_chat", "openai_responses", "anthropic", "bedrock", "mcp")
-UNREACHABLE = Settings(
-    redis_url="redis://10.255.255.1:6379/0",
-    database_url="postgresql://u:p@10.255.255.1:5432/engram",
-)
-CLAIMS = {"sub": "alice", "custom:team": "acme", "scope": "engram/user"}
 
 
 @pytest.fixture(autouse=True)

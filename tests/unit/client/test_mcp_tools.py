@@ -12,19 +12,11 @@ from typing import Any
 import httpx
 from mcp import Client
 from mcp.server.mcpserver import Context
+from tests.support.mcp_tools import MCP_TOOLS
 from tests.unit.client.bodies import Script, respond
 
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.mcp import build_server
-
-TOOLS = {
-    "memory_save",
-    "memory_recall",
-    "memory_forget",
-    "session_context",
-    "record_tool_outcome",
-    "rank_tools",
-}
 
 
 def run(script: Script, body: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -47,7 +39,7 @@ def run(script: Script, body: Callable[[Client], Awaitable[Any]]) -> Any:
 
 def test_the_tools_have_descriptions_and_schemas_and_take_no_identity() -> None:
     listed = run(Script(respond), lambda c: c.list_tools())
-    assert {t.name for t in listed.tools} == TOOLS
+    assert {t.name for t in listed.tools} == MCP_TOOLS
     for tool in listed.tools:
         assert tool.description is not None, tool.name
         assert len(tool.description) > 40, tool.name

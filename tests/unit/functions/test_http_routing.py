@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Route
 from functions.ingest import handler as ingest_fn
 from functions.memories import handler as memories_fn
 from functions.session import handler as session_fn
+from tests.support.unreachable import CLAIMS, UNREACHABLE
 
 from engram import limits
 from engram.adapters.apigateway import http_app, request, respond
@@ -26,18 +27,12 @@ from engram.api.routes import ROUTES
 from engram.bootstrap import Container, set_container
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
-from engram.settings import Settings
 
 HANDLERS: dict[str, Any] = {
     "ingest": ingest_fn.handler,
     "session": session_fn.handler,
     "memories": memories_fn.handler,
 }
-UNREACHABLE = Settings(
-    redis_url="redis://10.255.255.1:6379/0",
-    database_url="postgresql://u:p@10.255.255.1:5432/engram",
-)
-CLAIMS = {"sub": "alice", "custom:team": "acme", "scope": "engram/user"}
 
 
 @pytest.fixture(autouse=True)
