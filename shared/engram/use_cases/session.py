@@ -28,7 +28,7 @@ from engram.identity import Caller
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
 from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory
-from engram.memories.service import MemoryService
+from engram.memories.service import HINT_RECALL_LIMIT, MemoryService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,7 +38,6 @@ BEHAVIOUR_UNAVAILABLE = "behaviour:unavailable"
 BEHAVIOUR_OVERLOADED = "behaviour:overloaded"
 MEMORIES_TIMEOUT = "memories:timeout"
 MEMORIES_UNAVAILABLE = "memories:unavailable"
-HINT_RECALL_LIMIT = 100
 SESSION_MEMORIES = 20
 
 
