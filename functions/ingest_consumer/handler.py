@@ -1,12 +1,12 @@
-"""The ingest consumer: SQS -> Redis, one store call per identity, partial batch responses.
+"""The ingest consumer: SQS -> Redis, one store call per batch, partial batch responses.
 
 A message carries one request's observations (or one chunk of them), or — the shape sent
 before — one observation; both are accepted (``engram.use_cases.ingest_messages``). The batch
-is grouped by identity and written with ``BehaviourService.record_many``: one store call per
-identity (one Redis round trip each), or one for the whole batch with a store that appends
-several identities at once. A message that cannot be decoded, or whose identity could not be
-stored (Redis down: ``Unavailable``), is reported in ``batchItemFailures`` and SQS redelivers
-only those; recording is idempotent by observation id, so a redelivered message adds nothing.
+is grouped by identity and written with one ``BehaviourService.record_many`` call (one Redis
+pipeline for all its identities, one per shard on a cluster). A message that cannot be
+decoded, or whose identity could not be stored (Redis down: ``Unavailable``), is reported in
+``batchItemFailures`` and SQS redelivers only those; recording is idempotent by observation
+id, so a redelivered message adds nothing.
 """
 
 # Heavy or optional dependencies are imported where used, so importing this module is cheap.

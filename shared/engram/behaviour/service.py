@@ -101,10 +101,9 @@ class BehaviourService:
     def record_many(
         self, groups: Mapping[str, Sequence[Observation]]
     ) -> dict[str, int | BaseException]:
-        """``record`` for several identities: per identity how many were new, or the error its
-        write raised (the others are written all the same). With a store that appends several
-        identities at once (``append_many``: one Redis pipeline, one per shard on a cluster)
-        that is one store call for all of them; otherwise one ``append`` each."""
+        """``record`` for several identities in one store call (``append_many``: one Redis
+        pipeline, one per shard on a cluster): per identity how many were new, or the error its
+        write raised (the others are written all the same)."""
         out: dict[str, int | BaseException] = {}
         fresh: dict[str, list[Observation]] = {}
         for identity_id, observations in groups.items():
@@ -117,18 +116,12 @@ class BehaviourService:
                 fresh[identity_id] = kept
             else:
                 out[identity_id] = 0
-        append_many = getattr(self.store, "append_many", None)
-        if append_many is None:
-            for identity_id, kept in fresh.items():
-                try:
-                    out[identity_id] = self.store.append(identity_id, kept)
-                except Exception as exc:  # per identity: the others are written all the same
-                    out[identity_id] = _store_error(exc)
-            return out
         try:
-            written: Mapping[str, int | BaseException] = append_many(fresh) if fresh else {}
+            written: Mapping[str, int | BaseException] = (
+                self.store.append_many(fresh) if fresh else {}
+            )
         except Exception as exc:  # the call itself failed: none of them was written
-            written = dict.fromkeys(fresh, _store_error(exc))
+            written = dict.fromkeys(fresh, exc)
         for identity_id in fresh:
             result = written.get(identity_id, 0)
             out[identity_id] = _store_error(result) if isinstance(result, BaseException) else result

@@ -15,12 +15,11 @@ JSON, with its ``identityId``) per message — for as long as such a message can
 delivered (docs/operations.md, "Ingest at scale": until the queue's and its dead-letter queue's
 retention have passed since the ingest function stopped sending it).
 
-``store_batch`` groups a consumer batch by identity and writes each group with one call
-(``one_call_each(BehaviourService.record)``: one Redis round trip per identity), so a batch
-costs at most one round trip per distinct identity (a store that writes several identities in
-one pipeline can be given as the ``RecordMany`` instead); the messages of a group whose write
-failed are reported, the others are done. Recording is idempotent by observation id, so a
-redelivered message adds nothing.
+``store_batch`` groups a consumer batch by identity and writes all the groups with one
+``RecordMany`` call: the consumer gives ``BehaviourService.record_many`` (one Redis pipeline
+for the batch, one per shard on a cluster); ``one_call_each(record)`` is one call, so one round
+trip, per identity. The messages of a group whose write failed are reported, the others are
+done. Recording is idempotent by observation id, so a redelivered message adds nothing.
 """
 
 from __future__ import annotations

@@ -277,7 +277,7 @@ def test_record_many_writes_every_identity_in_one_store_call(clock: FakeClock) -
     assert len(stored_ids(behaviour, "acme:alice")) == 10
 
 
-def test_record_many_without_append_many_is_one_append_each(
+def test_record_many_drops_aged_observations_and_refuses_another_identitys(
     clock: FakeClock, behaviour: BehaviourService
 ) -> None:
     old = Observation.model_validate(
