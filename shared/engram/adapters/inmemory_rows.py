@@ -78,7 +78,7 @@ def _listed(r: Memory, flt: MemoryFilter) -> bool:
         and r.source_user_id != flt.member
     ):
         return False
-    return r.scope is Scope.USER or r.owner_id not in flt.exclude_personas
+    return r.scope is not Scope.PERSONA or r.owner_id not in flt.exclude_personas
 
 
 def check_version(row: Memory, if_versions: frozenset[int] | None) -> None:

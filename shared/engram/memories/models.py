@@ -113,7 +113,8 @@ class MemoryFilter(CamelModel):
     #: a user's listing: ``persona`` rows only once reviewed, unless learnt from this user
     #: (another user's conversation is not shown to them before an admin approved it)
     member: str | None = None
-    #: personas whose ``persona`` and ``persona_user`` rows are left out (closed to the caller)
+    #: personas whose shared ``persona`` rows are left out (closed to the caller); the caller's
+    #: own ``persona_user`` rows are always listed, as export and erasure cover them
     exclude_personas: tuple[str, ...] = ()
     updated_after: datetime | None = None
     updated_before: datetime | None = None

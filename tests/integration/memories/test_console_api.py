@@ -144,6 +144,23 @@ def test_listing_shows_only_what_the_caller_may_see(backend: Backend) -> None:
     }
 
 
+def test_a_persona_closed_to_the_user_still_lists_their_own_persona_user_memories(
+    backend: Backend,
+) -> None:
+    """Closing a persona to a user's groups hides the persona's shared memories from them,
+    never the memories they own: My memory lists what export and erasure cover."""
+    svc = backend.service()
+    svc.put_persona(ADMIN, "chef", PersonaRequest(allowed_groups=["cooks"]))
+    own = save(svc, ALICE, "dish", "soup", persona_id="chef")
+    shared = save(svc, ADMIN, "policy", "tips", persona_id="chef", scope="persona")
+    assert {m.id for m in every_page(svc, ALICE)} == {own.id, shared.id}
+
+    svc.put_persona(ADMIN, "chef", PersonaRequest(allowed_groups=["waiters"]))
+    assert {m.id for m in every_page(svc, ALICE)} == {own.id}
+    assert {m.id for m in every_page(svc, ALICE, persona_id="chef")} == {own.id}
+    assert {m.id for m in every_page(svc, ALICE, scope="persona")} == set()
+
+
 def test_listing_filters_by_scope_status_and_persona(backend: Backend) -> None:
     svc = backend.service()
     user = save(svc, ALICE, "editor", "vim")

@@ -220,7 +220,7 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
             )
             params.append(flt.member)
         if flt.exclude_personas:
-            where.append("(m.scope = 'user' OR m.owner_id <> ALL(%s))")
+            where.append("(m.scope <> 'persona' OR m.owner_id <> ALL(%s))")
             params.append(list(flt.exclude_personas))
         if flt.updated_after is not None:
             where.append("m.updated_at > %s")
