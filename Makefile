@@ -7,11 +7,36 @@ export CDK_DISABLE_CLI_TELEMETRY ?= true
 STAGE ?= dev
 UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 
-.PHONY: setup run test test-unit test-integration test-infrastructure test-e2e test-typescript test-console lint format typecheck bench eval synth diff deploy clean
+.PHONY: setup console screenshots run test test-unit test-integration test-infrastructure test-e2e test-typescript test-console lint format typecheck bench eval synth diff deploy clean
 
-setup: ## install uv (if missing) and every locked dependency
+setup: ## install uv (if missing), every locked dependency, and the console's build when Node is there
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	@$(UV) sync --locked --all-groups
+	@$(MAKE) --no-print-directory console
+
+CONSOLE_HINT := install Node.js 20.19+ and run 'make setup' (or: cd console && npm ci && npm run build)
+# Newer than the build: any file of console/ but its packages and its builds.
+CONSOLE_CHANGED = find console \( -path console/node_modules -o -path console/dist -o -path console/dist-aws \) -prune \
+	-o -type f -newer console/dist/index.html -print -quit
+
+console: ## the console's build (console/dist) with npm ci, when Node is there and it is out of date
+	@if [ ! -f console/package.json ]; then \
+		true; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+		echo "engram: Node.js not found: the API runs without the console; to get it, $(CONSOLE_HINT)"; \
+	elif [ -f console/dist/index.html ] && [ -z "$$($(CONSOLE_CHANGED))" ]; then \
+		true; \
+	else \
+		cd console && npm ci --no-audit --no-fund --prefer-offline && npm run build; \
+	fi
+
+# The browser tests write every page at both widths under build/screenshots/; these are the
+# committed copies the README links.
+screenshots: setup ## refresh docs/console/*.png from the browser tests
+	rm -rf build/screenshots
+	$(UV) run pytest tests/browser -q
+	mkdir -p docs/console
+	cp build/screenshots/*.png docs/console/
 
 run: setup ## the whole service locally on embedded defaults
 	$(UV) run engram serve
@@ -78,4 +103,4 @@ deploy: setup
 	$(UV) run bash infra/cdk.sh deploy $(STAGE)
 
 clean:
-	rm -rf .engram cdk.out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf .engram build cdk.out .mypy_cache .pytest_cache .ruff_cache

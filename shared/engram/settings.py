@@ -220,6 +220,8 @@ class Settings(BaseSettings):
     """Local state: embedded PostgreSQL data and the dev signing key."""
     local_audience: str = "engram-local"
     """Audience of dev tokens issued and checked by the local service."""
+    console_dir: Path | None = None
+    """Local service: the built console served at `/` (unset: the repository's `console/dist`)."""
     maintenance_interval_s: int = Field(default=60, ge=1)
     """Local service: seconds between maintenance runs."""
     ingest_max_receive_count: int = Field(default=5, ge=1, le=1000)

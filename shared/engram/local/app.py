@@ -171,6 +171,70 @@ def _drain(queue: LocalQueue, timeout_s: float = 30.0) -> bool:
     return ok
 
 
+def _queues(
+    settings: Settings, *, durable: bool, ingest_max_receive_count: int
+) -> tuple[LocalSqs, LocalQueue, LocalQueue]:
+    """The local SQS with its ingest and extraction queues (on disk unless not ``durable``)."""
+    sqs = LocalSqs()
+    ingest_queue = LocalQueue(
+        INGEST_QUEUE,
+        region=settings.aws_region,
+        max_receive_count=ingest_max_receive_count,
+        path=queue_path(settings.data_dir, INGEST_QUEUE) if durable else None,
+        max_message_bytes=settings.ingest_max_message_bytes,
+    )
+    extraction_queue = LocalQueue(
+        EXTRACTION_QUEUE,
+        region=settings.aws_region,
+        path=queue_path(settings.data_dir, EXTRACTION_QUEUE) if durable else None,
+    )
+    sqs.add_queue(ingest_queue)
+    sqs.add_queue(extraction_queue)
+    return sqs, ingest_queue, extraction_queue
+
+
+def _route_table(parts: Mapping[str, Any] | None, probes: Mapping[str, Probe] | None) -> RouteTable:
+    """Every API and MCP route to its function's handler; without ``parts``, the probe-only
+    health handler fed by ``probes``."""
+    handlers = {name: import_function(name).handler for name in HTTP_FUNCTIONS}
+    routes: RouteTable = {r.route_key: handlers[r.function] for r in ROUTES}
+    routes.update(dict.fromkeys(MCP_ROUTES, import_function(MCP_FUNCTION).handler))
+    if parts is None:
+        probes = probes or {}
+        routes["GET /v1/health"] = make_health_handler(
+            redis=probes.get("redis"), postgres=probes.get("postgres")
+        )
+    return routes
+
+
+def _timers(
+    settings: Settings,
+    container: Container,
+    *,
+    maintenance: Callable[[], object] | None,
+    run_maintenance: bool,
+    run_events: bool | None,
+) -> tuple[Periodic | None, Periodic | None]:
+    """The maintenance timer (the ``maintenance`` callable, else the maintenance function)
+    and the event relay's timer (by default: when the maintenance function runs)."""
+    job = maintenance
+    if job is None and run_maintenance:
+        job = maintenance_from_function()
+    scheduler = None
+    if job is not None and run_maintenance:
+        scheduler = Periodic(job, settings.maintenance_interval_s, name="maintenance")
+    if run_events is None:
+        run_events = run_maintenance and maintenance is None
+
+    def publish() -> object:
+        return container.events_relay.drain()  # the relay is built on the first run
+
+    events = None
+    if run_events:
+        events = Periodic(publish, settings.events_poll_ms / 1000, name="events")
+    return scheduler, events
+
+
 def build_app(
     settings: Settings,
     *,
@@ -190,23 +254,11 @@ def build_app(
     function runs on its timer) starts the event relay's timer. Nothing connects until first
     use: the queue files (``<data_dir>/queues/*.sqlite3``; in memory with
     ``durable_queues=False``) open lazily, and so does the relay."""
-    sqs = LocalSqs()
-    ingest_queue = LocalQueue(
-        INGEST_QUEUE,
-        region=settings.aws_region,
-        max_receive_count=ingest_max_receive_count,
-        path=queue_path(settings.data_dir, INGEST_QUEUE) if durable_queues else None,
-        max_message_bytes=settings.ingest_max_message_bytes,
-    )
-    extraction_queue = LocalQueue(
-        EXTRACTION_QUEUE,
-        region=settings.aws_region,
-        path=queue_path(settings.data_dir, EXTRACTION_QUEUE) if durable_queues else None,
-    )
-    sqs.add_queue(ingest_queue)
-    sqs.add_queue(extraction_queue)
     from engram.adapters.sqs import SqsSender
 
+    sqs, ingest_queue, extraction_queue = _queues(
+        settings, durable=durable_queues, ingest_max_receive_count=ingest_max_receive_count
+    )
     container = Container(
         settings,
         sqs=sqs,
@@ -218,36 +270,15 @@ def build_app(
         **dict(parts or {}),
     )
     set_container(container)
-
-    handlers = {name: import_function(name).handler for name in HTTP_FUNCTIONS}
+    routes = _route_table(parts, probes)
     ingest_queue.consumer = import_function("ingest_consumer").handler
-
-    routes: RouteTable = {r.route_key: handlers[r.function] for r in ROUTES}
-    mcp = import_function(MCP_FUNCTION).handler
-    routes.update(dict.fromkeys(MCP_ROUTES, mcp))
-    if parts is None:
-        probes = probes or {}
-        routes["GET /v1/health"] = make_health_handler(
-            redis=probes.get("redis"), postgres=probes.get("postgres")
-        )
-
-    job = maintenance if maintenance is not None else None
-    if job is None and run_maintenance:
-        job = maintenance_from_function()
-    scheduler = (
-        Periodic(job, settings.maintenance_interval_s, name="maintenance")
-        if job is not None and run_maintenance
-        else None
+    scheduler, events = _timers(
+        settings,
+        container,
+        maintenance=maintenance,
+        run_maintenance=run_maintenance,
+        run_events=run_events,
     )
-    if run_events is None:
-        run_events = run_maintenance and maintenance is None
-
-    def publish() -> object:
-        return container.events_relay.drain()  # the relay is built on the first run
-
-    events = None
-    if run_events:
-        events = Periodic(publish, settings.events_poll_ms / 1000, name="events")
     return LocalApp(
         routes=routes,
         container=container,

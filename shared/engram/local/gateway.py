@@ -100,6 +100,50 @@ def flatten_claims(claims: Mapping[str, Any]) -> dict[str, str]:
     return flat
 
 
+def _headers_and_cookies(headers: Iterable[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """Header names lower-cased, repeated headers joined with ``,``; cookies apart."""
+    merged: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        lname = name.lower()
+        if lname == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+            continue
+        merged[lname] = f"{merged[lname]},{value}" if lname in merged else value
+    return merged, cookies
+
+
+def _query_parameters(raw_query: str) -> dict[str, str]:
+    """Query parameters as API Gateway passes them: a repeated one joined with ``,``."""
+    query: dict[str, str] = {}
+    for k, v in parse_qsl(raw_query, keep_blank_values=True):
+        query[k] = f"{query[k]},{v}" if k in query else v
+    return query
+
+
+def _request_context(
+    *, method: str, raw_path: str, route_key: str, headers: Mapping[str, str], source_ip: str
+) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "accountId": "000000000000",
+        "apiId": "local",
+        "domainName": headers.get("host", "localhost"),
+        "domainPrefix": "local",
+        "http": {
+            "method": method,
+            "path": raw_path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": source_ip,
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": base64.b32encode(uuid.uuid4().bytes[:10]).decode().rstrip("="),
+        "routeKey": route_key,
+        "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+        "timeEpoch": int(now * 1000),
+    }
+
+
 def build_event(
     *,
     method: str,
@@ -114,64 +158,37 @@ def build_event(
     stage: str = "$default",
 ) -> dict[str, Any]:
     """An API Gateway HTTP API payload v2.0 event."""
-    merged: dict[str, str] = {}
-    cookies: list[str] = []
-    for name, value in headers:
-        lname = name.lower()
-        if lname == "cookie":
-            cookies.extend(c.strip() for c in value.split(";") if c.strip())
-            continue
-        merged[lname] = f"{merged[lname]},{value}" if lname in merged else value
-    query: dict[str, str] = {}
-    for k, v in parse_qsl(raw_query, keep_blank_values=True):
-        query[k] = f"{query[k]},{v}" if k in query else v
-    now = time.time()
-    request_id = base64.b32encode(uuid.uuid4().bytes[:10]).decode().rstrip("=")
-    authorizer: dict[str, Any] | None = None
+    merged, cookies = _headers_and_cookies(headers)
+    context = _request_context(
+        method=method, raw_path=raw_path, route_key=route_key, headers=merged, source_ip=source_ip
+    )
+    context["stage"] = stage
     if claims is not None:
         flat = flatten_claims(claims)
         scope = flat.get("scope")
-        authorizer = {"jwt": {"claims": flat, "scopes": scope.split() if scope else None}}
-    is_text = True
+        context["authorizer"] = {
+            "jwt": {"claims": flat, "scopes": scope.split() if scope else None}
+        }
     try:
-        text_body = body.decode("utf-8")
+        text_body, is_text = body.decode("utf-8"), True
     except UnicodeDecodeError:
-        is_text = False
-        text_body = base64.b64encode(body).decode("ascii")
+        text_body, is_text = base64.b64encode(body).decode("ascii"), False
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
         "rawPath": raw_path,
         "rawQueryString": raw_query,
         "headers": merged,
-        "requestContext": {
-            "accountId": "000000000000",
-            "apiId": "local",
-            "domainName": merged.get("host", "localhost"),
-            "domainPrefix": "local",
-            "http": {
-                "method": method,
-                "path": raw_path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": source_ip,
-                "userAgent": merged.get("user-agent", ""),
-            },
-            "requestId": request_id,
-            "routeKey": route_key,
-            "stage": stage,
-            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-            "timeEpoch": int(now * 1000),
-        },
+        "requestContext": context,
         "isBase64Encoded": not is_text,
     }
     if cookies:
         event["cookies"] = cookies
+    query = _query_parameters(raw_query)
     if query:
         event["queryStringParameters"] = query
     if path_parameters:
         event["pathParameters"] = dict(path_parameters)
-    if authorizer is not None:
-        event["requestContext"]["authorizer"] = authorizer
     if body:
         event["body"] = text_body
     return event

@@ -2,7 +2,8 @@
 
 Migrates PostgreSQL (``ENGRAM_DATABASE_URL``, else the embedded one under ``ENGRAM_DATA_DIR``),
 builds the local app (``engram.local.app.build_app``: every route, the queues, the maintenance
-timer) and serves it with ``LocalService`` until SIGINT / SIGTERM, then drains and exits 0.
+timer) and serves it with ``LocalService``, the console at ``/`` (``engram.local.console``),
+until SIGINT / SIGTERM, then drains and exits 0.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def recall_mode(settings: Settings) -> str:
     )
 
 
+def console_line(service: LocalService) -> str:
+    """The console line of the start-up banner: where it is, or how to build it."""
+    site = service.site
+    if site is not None and site.built:
+        return f"console: {service.url}/ (dev sign-in from this machine only)"
+    return (
+        f"console: not built ({site.root if site else 'off'}); the API runs without it. To get "
+        "it, install Node.js 20.19+ and run `make setup` (or `cd console && npm ci && npm run "
+        "build`)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
     parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
@@ -61,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         parts={"database_url": database_url, "migrate": False},
         ingest_max_receive_count=settings.ingest_max_receive_count,
     )
-    service = LocalService(app.routes, settings=settings, host=args.host, port=args.port)
+    service = LocalService(
+        app.routes, settings=settings, host=args.host, port=args.port, console=True
+    )
     app.start()
     for hook in app.drain_hooks:
         service.add_drain_hook(hook)
@@ -69,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"engram: listening on {service.url}", flush=True)
     print(f"engram: Redis: {redis_where}; data dir: {settings.data_dir}", flush=True)
     print(f"engram: {recall_mode(settings)}", flush=True)
+    print(f"engram: {console_line(service)}", flush=True)
     print(
         "engram: get a dev token with `engram token --user alice --team acme` (same "
         "ENGRAM_DATA_DIR) and send it as `Authorization: Bearer <token>`; Ctrl-C drains and "

@@ -4,7 +4,8 @@ Bodies over ``Settings.max_body_bytes`` get 413 without being read; chunked bodi
 ``Content-Length`` that is not plain digits or disagrees with itself 400. Errors http.server
 raises itself are JSON like the API's. ``LocalService.stop()`` (SIGINT / SIGTERM in
 ``run_until_signal``) stops accepting connections, waits for in-flight requests, runs the
-drain hooks (queues, scheduler, ...) and closes idle keep-alive connections.
+drain hooks (queues, scheduler, ...) and closes idle keep-alive connections. With
+``console=True`` the paths no API route has are the console's (``engram.local.console``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 from engram.api.errors import BodyTooLargeError, HttpError, error_response
+from engram.local.console import ConsoleSite
 from engram.local.gateway import (
     PUBLIC_ROUTES,
     ApiGatewayEmulator,
@@ -99,8 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + body)  # status line, headers and body in one send
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own errors (bad request line, URI too long, ...) as SPEC §4 JSON
-        instead of its HTML page."""
+        """http.server's own errors (bad request line, URI too long, ...) as the API's JSON
+        errors instead of its HTML page."""
         short = self.responses.get(code, ("error", ""))[0]
         error_code = _PROTOCOL_ERROR_CODES.get(code, "bad_request" if code < 500 else "internal")
         status = code if 400 <= code < 600 else 400
@@ -144,10 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(error_result(error_response(BodyTooLargeError(limit))), close=True)
                 return
             body = self.rfile.read(length) if length else b""
-            result = server.emulator.handle(
-                self.command, self.path, headers, body, self.client_address[0]
+            self._send(
+                server.answer(self.command, self.path, headers, body, self.client_address[0])
             )
-            self._send(result)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch  # noqa: N815
 
@@ -158,14 +160,29 @@ class LocalHTTPServer(ThreadingHTTPServer):
     request_queue_size = 64
 
     def __init__(
-        self, address: tuple[str, int], emulator: ApiGatewayEmulator, settings: Settings
+        self,
+        address: tuple[str, int],
+        emulator: ApiGatewayEmulator,
+        settings: Settings,
+        site: ConsoleSite | None = None,
     ) -> None:
         self.emulator = emulator
         self.settings = settings
+        self.site = site
         self._inflight = 0
         self._cond = threading.Condition()
         self._connections: set[socket.socket] = set()
         super().__init__(address, _Handler)
+
+    def answer(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, ip: str
+    ) -> HttpResult:
+        """The console site's answer for its paths that no API route has, else the API's."""
+        path = urlsplit(target).path or "/"
+        site = self.site
+        if site is not None and site.serves(path) and not self.emulator.allowed_methods(path):
+            return site.handle(method, target, headers, body, ip)
+        return self.emulator.handle(method, target, headers, body, ip)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         with self._cond:
@@ -212,9 +229,13 @@ class LocalService:
         host: str | None = None,
         port: int | None = None,
         public_routes: Iterable[str] = PUBLIC_ROUTES,
+        console: bool = False,
     ) -> None:
+        """``console``: also serve the console, its config and the dev sign-in
+        (``engram.local.console``) on the paths outside the API."""
         self.settings = settings or get_settings()
         self.signer = signer or default_signer(self.settings)
+        self.site = ConsoleSite(self.settings, self.signer) if console else None
         self.emulator = ApiGatewayEmulator(
             routes, signer=self.signer, settings=self.settings, public_routes=public_routes
         )
@@ -222,6 +243,7 @@ class LocalService:
             (host or self.settings.host, self.settings.port if port is None else port),
             self.emulator,
             self.settings,
+            self.site,
         )
         self._drain_hooks: list[Callable[[], object]] = []
         self._thread: threading.Thread | None = None

@@ -346,6 +346,7 @@ def test_engram_serve_and_token_commands(tmp_path: Path) -> None:
         **os.environ,
         "ENGRAM_PORT": str(port),
         "ENGRAM_DATA_DIR": str(tmp_path / "data"),
+        "ENGRAM_CONSOLE_DIR": str(tmp_path / "no-console-here"),
         "PYTHONPATH": os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]),
     }
     token = subprocess.run(
@@ -373,6 +374,13 @@ def test_engram_serve_and_token_commands(tmp_path: Path) -> None:
         unknown = httpx.get(f"http://127.0.0.1:{port}/v1/nothing", timeout=60)
         assert unknown.status_code == 404
         assert unknown.json()["error"]["code"] == "not_found"
+        # without a built console the API still runs, and the banner and `/` say how to build it
+        banner = [proc.stdout.readline() for _ in range(3)]
+        assert any("console: not built" in b and "make setup" in b for b in banner), banner
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=60)
+        assert page.status_code == 404
+        assert "make setup" in page.text
+        assert "npm ci" in page.text
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:

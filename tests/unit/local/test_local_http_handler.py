@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from engram.local.gateway import ApiGatewayEmulator
-from engram.local.server import _Handler, content_length
+from engram.local.server import LocalHTTPServer, _Handler, content_length
 from engram.local.tokens import TokenSigner
 from engram.settings import Settings
 
@@ -39,6 +39,9 @@ class FakeServer:
     def __init__(self, emulator: ApiGatewayEmulator) -> None:
         self.emulator = emulator
         self.settings = SETTINGS
+        self.site = None
+
+    answer = LocalHTTPServer.answer
 
     @contextlib.contextmanager
     def tracker(self) -> Iterator[None]:

@@ -1,0 +1,88 @@
+"""The dev sign-in exists in the local service only: no route of the API's route table, the
+MCP routes or the OpenAPI document is it, no Lambda handler module mentions it or imports the
+local service, and each HTTP function answers a request for it (even with the route key a
+gateway would give it) with its JSON 404."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engram.api.mcp_routes import MCP_ROUTES
+from engram.api.routes import CATCH_ALL, HTTP_FUNCTIONS, ROUTES
+from engram.bootstrap import Container, set_container
+from engram.local.console import CONFIG_PATH, DEV_SIGN_IN_PATH
+from engram.local.gateway import build_event
+from engram.local.lambda_context import FakeLambdaContext
+from engram.settings import Settings
+
+REPO = Path(__file__).resolve().parents[3]
+UNREACHABLE = Settings(
+    redis_url="redis://10.255.255.1:6379/0",
+    database_url="postgresql://u:p@10.255.255.1:5432/engram",
+)
+
+
+@pytest.fixture(autouse=True)
+def _container(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    old = set_container(Container(UNREACHABLE))
+    yield
+    set_container(old)
+
+
+def test_no_api_route_is_the_dev_sign_in_or_the_local_config():
+    paths = [r.path for r in ROUTES] + [k.partition(" ")[2] for k in MCP_ROUTES] + [CATCH_ALL]
+    for path in paths:
+        assert not path.startswith("/dev"), path
+        assert "sign-in" not in path, path
+        assert path != CONFIG_PATH
+    # the gateway's catch-all covers /v1 only, so /dev/sign-in reaches no function in AWS
+    assert CATCH_ALL.startswith("/v1/")
+    openapi = json.loads((REPO / "docs" / "openapi.json").read_text(encoding="utf-8"))
+    assert not [p for p in openapi["paths"] if p.startswith("/dev") or "sign-in" in p]
+
+
+def test_no_lambda_handler_mentions_the_sign_in_or_imports_the_local_service():
+    sources = sorted((REPO / "functions").rglob("*.py"))
+    assert sources
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        assert "sign-in" not in text, source
+        assert "sign_in" not in text, source
+        for node in ast.walk(ast.parse(text)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not [n for n in names if n.startswith("engram.local")], source
+
+
+@pytest.mark.parametrize("function", HTTP_FUNCTIONS)
+@pytest.mark.parametrize("route_key", ["POST /dev/sign-in", "$default"])
+def test_every_http_function_answers_the_sign_in_with_404(function: str, route_key: str):
+    handler = importlib.import_module(f"functions.{function}.handler").handler
+    body = json.dumps({"user": "mallory", "team": "acme", "admin": True}).encode()
+    event = build_event(
+        method="POST",
+        raw_path=DEV_SIGN_IN_PATH,
+        raw_query="",
+        headers=[("content-type", "application/json"), ("host", "localhost")],
+        body=body,
+        route_key=route_key,
+        path_parameters={},
+        source_ip="127.0.0.1",
+        claims=None,
+    )
+    response: dict[str, Any] = handler(event, FakeLambdaContext())
+    assert response["statusCode"] == 404
+    assert json.loads(response["body"])["error"]["code"] == "not_found"
+    assert "idToken" not in response["body"]
