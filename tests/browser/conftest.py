@@ -28,13 +28,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+# Playwright's sync API runs an asyncio loop on the main thread while it is open, and
+# asyncio.run() refuses to start inside one: it lives for one test module at a time, so the
+# tiers collected after this one (their asyncio tests) never meet it.
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(
