@@ -4,22 +4,28 @@ Playwright launches ``/usr/bin/chromium`` through ``executable_path``; it never 
 browser (``playwright install`` is never run). A machine without that Chromium fails these
 tests — install it with ``apt-get install chromium`` (``.ci/run`` does) — they are never skipped.
 Screenshots go to ``build/screenshots/`` (``make screenshots`` copies them to docs/console/).
+
+``engram`` is one ``engram serve`` for the session (tests/e2e/harness.py: a free port, a temporary
+data dir, a redis-server of its own) serving console/dist, built once first (``npm ci``,
+``npm run build``; skipped when the build is newer than every file of console/). Tests isolate
+themselves with fresh user and team ids.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
+from tests.browser.ui import REPO, WIDTHS
+from tests.e2e.harness import LocalEngram, run_local_service
+from tests.support.services import redis_server
 
-REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = REPO / "build" / "screenshots"
-#: The widths every page is checked and photographed at: a desktop and a phone.
-WIDTHS = {"desktop": 1280, "phone": 375}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -45,6 +51,10 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
             "(apt-get install chromium); they never download one"
         )
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+    version = subprocess.run(
+        [str(CHROMIUM), "--version"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert browser.version in version, (browser.version, version)  # Debian's, none other
     try:
         yield browser
     finally:
@@ -59,3 +69,60 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
         yield ctx
     finally:
         ctx.close()
+
+
+# --- the console and the service ----------------------------------------------------------
+CONSOLE = REPO / "console"
+DIST = CONSOLE / "dist"
+_NOT_SOURCES = ("node_modules", "dist", "dist-aws")
+
+
+def console_is_stale() -> bool:
+    """No build, or a file of console/ (but its packages and builds) newer than it."""
+    index = DIST / "index.html"
+    if not index.is_file():
+        return True
+    built = index.stat().st_mtime
+    for path in CONSOLE.rglob("*"):
+        parts = path.relative_to(CONSOLE).parts
+        if parts[0] in _NOT_SOURCES:
+            continue
+        if path.is_file() and path.stat().st_mtime > built:
+            return True
+    return False
+
+
+def build_console() -> Path:
+    """console/dist, built once with the locked packages (``npm ci``, ``npm run build``)
+    unless it is up to date, as ``make setup`` builds it."""
+    if not (CONSOLE / "package.json").is_file():
+        pytest.fail(f"{CONSOLE} has no package.json: the browser tests drive the console")
+    if not console_is_stale():
+        return DIST
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is missing: the browser tests build the console (Node.js 20.19+)")
+    for args in ([npm, "ci", "--no-audit", "--no-fund", "--prefer-offline"], [npm, "run", "build"]):
+        done = subprocess.run(
+            args, cwd=CONSOLE, capture_output=True, text=True, timeout=600, check=False
+        )
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(args[1:])} failed in console/:\n{done.stdout}\n{done.stderr}")
+    return DIST
+
+
+@pytest.fixture(scope="session")
+def console_dist() -> Path:
+    return build_console()
+
+
+@pytest.fixture(scope="session")
+def engram(console_dist: Path) -> Iterator[LocalEngram]:
+    """``engram serve`` on a free port and a temporary data dir, serving the built console,
+    on a redis-server of its own; the maintenance timer runs every second."""
+    env = {"ENGRAM_CONSOLE_DIR": str(console_dist)}
+    with (
+        redis_server() as server,
+        run_local_service(server.url, redis_admin_url=server.admin_url, extra_env=env) as svc,
+    ):
+        yield svc
