@@ -13,6 +13,7 @@ themselves with fresh user and team ids.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
+    asyncio.run(asyncio.sleep(0))  # fails here, not in a later tier, if the loop outlived it
 
 
 @pytest.fixture(scope="module")
