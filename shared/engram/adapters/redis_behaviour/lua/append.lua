@@ -2,6 +2,15 @@
 -- KEYS: state obs obsid obsts obsgone facts pending
 -- ARGV: ttl_ms now_ms gen then (id, createdAt, member) triples; ``gen`` only sticks when the
 -- identity has none yet (a fresh identity, or one erased since).
+-- A script's writes are not undone when a later command fails, so every key it writes is
+-- checked first: a key of the wrong type refuses the whole append before anything is written
+-- (an id marked seen without its log member would make the redelivery skip it: lost).
+for k, want in pairs({[1] = 'hash', [2] = 'zset', [3] = 'hash', [4] = 'zset', [7] = 'hash'}) do
+  local got = redis.call('TYPE', KEYS[k])['ok']
+  if got ~= 'none' and got ~= want then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[k] .. ' is a ' .. got .. ', not a ' .. want)
+  end
+end
 redis.call('HSETNX', KEYS[1], 'gen', ARGV[3])
 local st = redis.call('HMGET', KEYS[1], 'seq', 'pmaxts')
 local seq = tonumber(st[1] or '0')
