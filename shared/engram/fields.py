@@ -78,6 +78,10 @@ def _compiled(classes: tuple[CharClass, ...]) -> list[tuple[CharClass, re.Patter
 
 _TEXT_RX = _compiled(TEXT_CLASSES)
 _NAME_RX = _compiled(NAME_CLASSES)
+# One search over the union decides the common case (nothing refused); the classes are
+# searched one by one only to name what was found.
+_TEXT_ANY = re.compile(f"[{''.join(c.regex_class() for c in TEXT_CLASSES)}]")
+_NAME_ANY = re.compile(f"[{''.join(c.regex_class() for c in NAME_CLASSES)}]")
 # The JSON Schema patterns leave unpaired surrogates out: common regex engines (Rust's, which
 # schemathesis and jsonschema-rs validate patterns with) cannot state them, and a JSON text
 # holding one is not well-formed Unicode to begin with. The server refuses them all the same.
@@ -93,6 +97,8 @@ NONBLANK_TEXT_PATTERN = f"^[^{_TEXT_CLASS}]*[^\\s{_TEXT_CLASS}][^{_TEXT_CLASS}]*
 
 def refused_class(value: str, *, name: bool) -> CharClass | None:
     """The first refused class ``value`` contains (name or text rule), or ``None``."""
+    if (_NAME_ANY if name else _TEXT_ANY).search(value) is None:
+        return None
     for cls, rx in _NAME_RX if name else _TEXT_RX:
         if rx.search(value):
             return cls
