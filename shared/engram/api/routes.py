@@ -8,7 +8,7 @@ query and response models. Everything else is derived from ``ROUTES``:
   function on its ``APIGatewayHttpResolver``, and refuses a route without its Python function);
 * the local server's route table and its public routes (``engram.local``);
 * the OpenAPI document (``engram.api.openapi``, committed as ``docs/openapi.json``);
-* the API Gateway routes of the CDK stack (``infra.stacks.service``), plus ``CATCH_ALL``;
+* the API Gateway routes of the CDK stack (``infra.constructs.http_api``), plus ``CATCH_ALL``;
 * the tests' route lists.
 
 To add a route: add its ``RouteSpec`` here, write its Python function in the handler module,
