@@ -14,7 +14,7 @@ DOMAIN = ROOT / "shared" / "engram" / "behaviour"
 FORBIDDEN = {"boto3", "botocore", "redis", "psycopg", "psycopg_pool", "aws_lambda_powertools"}
 
 
-def test_top_level_exports_of_spec_section_7() -> None:
+def test_the_top_level_package_exports_the_behavioural_memory_api() -> None:
     names = {
         "Observation",
         "Fact",
