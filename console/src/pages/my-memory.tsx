@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { CATEGORY_LABELS, plural, SCOPE_LABELS, STATUS_LABELS, when } from "../ui/format";
-import { ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
+import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
 import { Empty, ErrorNotice, Flash, Loading, useFlash, useLoad } from "../ui/states";
 
 type Fact = components["schemas"]["FactOut"];
@@ -398,14 +398,7 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
               Delete
             </button>
           )}
-          <button
-            type="button"
-            aria-label={`${showHistory ? "Hide history of" : "History of"} ${name}`}
-            aria-expanded={showHistory}
-            onClick={() => setShowHistory(!showHistory)}
-          >
-            {showHistory ? "Hide history" : "History"}
-          </button>
+          <HistoryToggle name={name} shown={showHistory} onToggle={setShowHistory} />
         </div>
       )}
     </li>

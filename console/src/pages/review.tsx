@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { plural, when } from "../ui/format";
-import { ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
+import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
 import { Empty, ErrorNotice, Flash, Loading, useFlash } from "../ui/states";
 
 const PAGE = 50;
@@ -349,14 +349,7 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
           <button type="button" class="danger" aria-label={`Reject ${name}`} disabled={busy} onClick={reject}>
             Reject
           </button>
-          <button
-            type="button"
-            aria-label={`${history ? "Hide history of" : "History of"} ${name}`}
-            aria-expanded={history}
-            onClick={() => setHistory(!history)}
-          >
-            {history ? "Hide history" : "History"}
-          </button>
+          <HistoryToggle name={name} shown={history} onToggle={setHistory} />
         </div>
       )}
     </li>

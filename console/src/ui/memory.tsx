@@ -68,6 +68,24 @@ const ACTION_LABELS: Record<string, string> = {
   archive: "archived",
 };
 
+/** The button that shows or hides a memory's history (its `MemoryHistory`). */
+export function HistoryToggle({ name, shown, onToggle }: {
+  name: string;
+  shown: boolean;
+  onToggle: (shown: boolean) => void;
+}) {
+  return (
+    <button
+      type="button"
+      aria-label={`${shown ? "Hide history of" : "History of"} ${name}`}
+      aria-expanded={shown}
+      onClick={() => onToggle(!shown)}
+    >
+      {shown ? "Hide history" : "History"}
+    </button>
+  );
+}
+
 /** Every approve, reject, edit and delete of one memory, oldest first. */
 export function MemoryHistory({ memoryId, label }: { memoryId: string; label: string }) {
   const { api } = useSession();
