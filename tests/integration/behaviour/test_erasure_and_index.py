@@ -8,11 +8,11 @@ import random
 import pytest
 import redis
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.rounds import commit, one_round, plan
 from tests.support.services import APP_PREFIX, RedisTarget
 
-from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
+from engram import InMemoryBehaviourStore
 from engram.adapters.redis_behaviour import RedisBehaviourStore
-from engram.behaviour.consolidation import plan_round
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService
 from engram.bootstrap import Container
@@ -27,36 +27,10 @@ def keys_of(target: RedisTarget, identity: str) -> list[bytes]:
     return target.key_names(f"*{{{escaped}}}*")
 
 
-def consolidate_now(store: RedisBehaviourStore, clock: FakeClock, identity: str = IDENTITY) -> None:
-    consolidate(
-        identity,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=ExponentialDecay(),
-        now=clock.now_ms(),
-    )
-
-
 def stale_commit(store: RedisBehaviourStore, clock: FakeClock, read: RoundInput) -> bool:
-    upserts, deletes, _ = plan_round(
-        IDENTITY,
-        read.groups,
-        read.facts,
-        ExponentialDecay(),
-        now=clock.now_ms(),
-        round_cursor=read.max_seq,
-    )
+    upserts, deletes = plan(read, clock)
     assert upserts
-    return store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=deletes,
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    return commit(store, read, clock, upserts=upserts, deletes=deletes)
 
 
 def test_erase_leaves_no_key_and_no_index_entry(
@@ -68,10 +42,10 @@ def test_erase_leaves_no_key_and_no_index_entry(
 ) -> None:
     other = "team-a:user-2"
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("tool_failure", "b")])
-    consolidate_now(store, clock)
+    one_round(store, clock)
     clock.advance(days=9)  # some observations below the checkpoint become tombstones
     store.append(IDENTITY, [make_obs("entity_access", ("account", "1", "Acme"))])
-    consolidate_now(store, clock)
+    one_round(store, clock)
     store.append(IDENTITY, [make_obs("query_pattern", "revenue")])  # still pending
     store.append(other, [make_obs("tool_success", "a", identity=other)])
     names = {k.split(b":")[1] for k in keys_of(redis_target, IDENTITY)}
@@ -103,7 +77,7 @@ def test_a_consolidation_racing_an_erasure_writes_nothing_back(
     make_obs: MakeObs,
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    consolidate_now(store, clock)  # cursor and version are no longer zero ...
+    one_round(store, clock)  # cursor and version are no longer zero ...
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     read = store.read_round(IDENTITY)
     store.erase(IDENTITY)
@@ -127,22 +101,6 @@ def test_a_fresh_identity_racing_an_erasure_writes_nothing_back(
     store.erase(IDENTITY)
     assert stale_commit(store, clock, read) is False
     assert keys_of(redis_target, IDENTITY) == []
-
-
-def test_a_stale_round_is_fenced_even_when_the_user_came_back_meanwhile(
-    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store.append(IDENTITY, [make_obs("tool_success", "old")])
-    read = store.read_round(IDENTITY)
-    store.erase(IDENTITY)
-    # the user returns with exactly as many observations: same seq, cursor and version
-    store.append(IDENTITY, [make_obs("tool_success", "new")])
-    again = store.read_round(IDENTITY)
-    assert (again.cursor, again.version, again.max_seq) == (read.cursor, read.version, 1)
-    assert stale_commit(store, clock, read) is False
-    assert store.get(IDENTITY) == []
-    consolidate_now(store, clock)
-    assert [f.subject for f in store.get(IDENTITY)] == ["tool_affinity:new"]
 
 
 def test_string_cursor_pages_stably_under_removals_and_additions(

@@ -7,8 +7,9 @@ import uuid
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.rounds import one_round
 
-from engram import AdaptiveDecay, InMemoryBehaviourStore, Observation, consolidate
+from engram import AdaptiveDecay, InMemoryBehaviourStore, Observation
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.clock import MS_PER_DAY, FakeClock
 
@@ -54,17 +55,7 @@ def test_redis_matches_the_reference(
             for k, skew in batch
         ]
         assert red.append(identity, observations) == ref.append(identity, observations)
-        got = [
-            consolidate(
-                identity,
-                observations=s,
-                facts=s,
-                checkpoints=s.checkpoints,
-                decay=decay,
-                now=clock.now_ms(),
-            )
-            for s in (red, ref)
-        ]
+        got = [one_round(s, clock, decay, identity) for s in (red, ref)]
         assert got[0] == got[1]
         assert len(red.since(identity, None)) == len(ref.since(identity, None))  # same pruning
         clock.advance(days=gap)

@@ -3,19 +3,16 @@ fencing, retention."""
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
 import pytest
 import redis
 from redis.crc import key_slot
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.rounds import commit, consolidated, one_round, plan
 from tests.support.services import RedisTarget
 
 from engram import (
     AdaptiveDecay,
     ExponentialDecay,
-    Fact,
     InMemoryBehaviourStore,
     RedisCheckpointStore,
     RedisFactRepository,
@@ -23,29 +20,9 @@ from engram import (
     consolidate,
 )
 from engram.adapters.redis_behaviour import RedisBehaviourStore
-from engram.behaviour.consolidation import plan_round
 from engram.behaviour.models import parse_observations
-from engram.behaviour.ports import RoundInput
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
-
-
-def run(
-    store: Any, clock: FakeClock, decay: Any = None, identity: str = IDENTITY
-) -> dict[str, Fact]:
-    facts = consolidate(
-        identity,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=decay or ExponentialDecay(),
-        now=clock.now_ms(),
-    )
-    return {f.subject: f for f in facts}
-
-
-def stored(store: RedisBehaviourStore) -> dict[str, Fact]:
-    return {f.subject: f for f in store.get(IDENTITY)}
 
 
 def test_every_key_of_an_identity_shares_one_hash_slot(
@@ -56,25 +33,13 @@ def test_every_key_of_an_identity_shares_one_hash_slot(
     make_obs: MakeObs,
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
+    one_round(store, clock)
     keys = [k.decode() for k in redis_target.key_names("engram:*") if b"identities" not in k]
     assert len(keys) >= 5
     assert all("{team-a:user-1}" in k for k in keys)
     assert len({key_slot(k.encode()) for k in keys}) == 1
     # TTL backstop refreshed on activity
     assert all(0 < client.pttl(k) <= 90 * MS_PER_DAY for k in keys)
-
-
-def test_append_is_idempotent_by_id_and_counts_new(
-    store: RedisBehaviourStore, make_obs: MakeObs
-) -> None:
-    batch = [make_obs("tool_success", "a"), make_obs("tool_success", "b")]
-    assert store.append(IDENTITY, batch) == 2
-    assert store.append(IDENTITY, batch) == 0
-    assert store.append(IDENTITY, [batch[0], batch[0], make_obs("tool_success", "c")]) == 1
-    got = store.since(IDENTITY, None)
-    assert [o.seq for o in got] == [1, 2, 3]
-    assert got[0].model_dump(exclude={"seq"}) == batch[0].model_dump(exclude={"seq"})
 
 
 def test_bad_input_stores_nothing(store: RedisBehaviourStore, redis_target: RedisTarget) -> None:
@@ -104,8 +69,8 @@ def test_consolidation_matches_the_in_memory_reference(
             ]
             store.append(identity, batch)
             ref.append(identity, batch)
-            got = run(store, clock, decay, identity)
-            want = run(ref, clock, decay, identity)
+            got = consolidated(store, clock, decay, identity)
+            want = consolidated(ref, clock, decay, identity)
             assert got == want
             clock.advance(days=4)
 
@@ -114,12 +79,12 @@ def test_round_trips_are_constant_whatever_the_sizes(
     store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "warm")])
-    run(store, clock)  # loads the scripts
+    one_round(store, clock)  # loads the scripts
     counts = []
     for n in (10, 100, 1000):
         store.append(IDENTITY, [make_obs("tool_success", f"tool{i % 200}") for i in range(n)])
         before = store.round_trips
-        run(store, clock)
+        one_round(store, clock)
         counts.append(store.round_trips - before)
         clock.advance(days=1)
     # one read, one commit; a cluster puts the index update of a staged commit (100 and 1000
@@ -127,7 +92,7 @@ def test_round_trips_are_constant_whatever_the_sizes(
     staged = 1 if redis_target.cluster else 0
     assert counts == [2, 2 + staged, 2 + staged]
     before = store.round_trips
-    run(store, clock)  # nothing new: one read
+    one_round(store, clock)  # nothing new: one read
     assert store.round_trips - before == 1
 
 
@@ -138,10 +103,10 @@ def test_late_and_same_millisecond_observations_are_never_skipped(
     store.append(
         IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
     )
-    run(store, clock)
+    one_round(store, clock)
     clock.advance(days=2)
     store.append(IDENTITY, [make_obs("tool_success", "early", at=clock.now_ms())])
-    run(store, clock)
+    one_round(store, clock)
     # reaches Redis after a later checkpoint, created before it; and two in one millisecond
     store.append(
         IDENTITY,
@@ -151,90 +116,8 @@ def test_late_and_same_millisecond_observations_are_never_skipped(
             make_obs("query_pattern", "y", at=t),
         ],
     )
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert {"tool_affinity:late", "domain_preference:x", "domain_preference:y"} <= set(facts)
-
-
-def test_20_concurrent_consolidations_reinforce_exactly_once(
-    redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    client = redis_target.client(max_connections=40, socket_timeout=10)
-    barrier = threading.Barrier(20)
-
-    class Racing(RedisBehaviourStore):
-        racing = False
-
-        def read_round(self, identity_id: str) -> RoundInput:
-            read = super().read_round(identity_id)
-            if self.racing and not getattr(threading.current_thread(), "raced", False):
-                threading.current_thread().raced = True  # type: ignore[attr-defined]
-                barrier.wait(timeout=20)
-            return read
-
-    store = Racing(client, clock=clock)
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
-    store.append(
-        IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("account", "1"))]
-    )
-    store.racing = True
-    results: list[dict[str, Fact]] = []
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        try:
-            results.append(run(store, clock))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert errors == []
-    assert len(results) == 20
-    for r in results:
-        assert r["tool_affinity:a"].reinforcement_count == 2
-        assert r["entity_frequency:account:1"].reinforcement_count == 1
-    assert stored(store)["tool_affinity:a"].reinforcement_count == 2
-    client.close()
-
-
-class CrashAfterCommit(RedisBehaviourStore):
-    crash = False
-
-    def commit_round(self, identity_id: str, **kw: Any) -> bool:
-        ok = super().commit_round(identity_id, **kw)
-        if self.crash:
-            self.crash = False
-            raise redis.ConnectionError("connection lost before the reply")
-        return ok
-
-
-class CrashBeforeCommit(RedisBehaviourStore):
-    crash = False
-
-    def commit_round(self, identity_id: str, **kw: Any) -> bool:
-        if self.crash:
-            self.crash = False
-            raise redis.ConnectionError("process died before the commit")
-        return super().commit_round(identity_id, **kw)
-
-
-@pytest.mark.parametrize("cls", [CrashAfterCommit, CrashBeforeCommit])
-def test_a_crash_mid_consolidation_does_not_reinforce_twice(
-    cls: type[Any], client: redis.Redis, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = cls(client, clock=clock)
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    store.crash = True
-    with pytest.raises(redis.ConnectionError):
-        run(store, clock)
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
 
 
 def test_separate_port_objects_on_one_client_take_the_atomic_path(
@@ -271,7 +154,7 @@ def test_prune_keeps_7_days_below_the_checkpoint_and_drops_older_than_30(
             make_obs("tool_success", "now", at=now),
         ],
     )
-    run(store, clock)
+    one_round(store, clock)
     assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
     # a redelivery of a pruned observation is still recognised (tombstone) and adds nothing
     assert store.append(IDENTITY, [eight]) == 0
@@ -285,7 +168,7 @@ def test_prune_keeps_7_days_below_the_checkpoint_and_drops_older_than_30(
     clock.advance(days=11)
     assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1
     assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
-    assert "tool_affinity:pending" not in run(store, clock)  # dropped means dropped
+    assert "tool_affinity:pending" not in consolidated(store, clock)  # dropped means dropped
 
 
 def test_identity_index_erase_export_and_delete_fact(
@@ -303,7 +186,7 @@ def test_identity_index_erase_export_and_delete_fact(
         ["a", "b"],
         0,
     )
-    run(store, clock, identity="a")
+    one_round(store, clock, identity="a")
     exported = store.export("a")
     assert exported["checkpoint"] == 1
     assert [o["metadata"]["toolName"] for o in exported["observations"]] == ["x"]
@@ -323,34 +206,7 @@ def test_scripts_are_reloaded_after_a_script_flush(
     admin.script_flush()  # every primary's
     admin.close()
     store.append(IDENTITY, [make_obs("tool_success", "b")])
-    assert set(run(store, clock)) == {"tool_affinity:a", "tool_affinity:b"}
-
-
-def test_a_consolidation_racing_an_erasure_cannot_resurrect_facts(
-    store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    read = store.read_round(IDENTITY)
-    assert read.observation_count == 1
-    upserts, _, _ = plan_round(
-        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=1
-    )
-    assert len(upserts) == 1
-    store.erase(IDENTITY)
-    committed = store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=[],
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
-    assert committed is False
-    assert store.get(IDENTITY) == []
-    # the user comes back later: everything works from scratch
-    store.append(IDENTITY, [make_obs("tool_success", "b")])
-    assert list(run(store, clock)) == ["tool_affinity:b"]
+    assert set(consolidated(store, clock)) == {"tool_affinity:a", "tool_affinity:b"}
 
 
 def test_observations_arriving_during_a_round_wait_for_the_next_one(
@@ -360,27 +216,12 @@ def test_observations_arriving_during_a_round_wait_for_the_next_one(
         IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("x", "1", "X"))]
     )
     read = store.read_round(IDENTITY)
-    upserts, deletes, _ = plan_round(
-        IDENTITY,
-        read.groups,
-        read.facts,
-        ExponentialDecay(),
-        now=clock.now_ms(),
-        round_cursor=read.max_seq,
-    )
+    upserts, deletes = plan(read, clock)
     # arrives between the read and the commit, for a key of this round and a new one
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("entity_access", ("x", "2"))])
-    assert store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=deletes,
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    assert commit(store, read, clock, upserts=upserts, deletes=deletes)
     clock.advance(days=1)
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert facts["tool_affinity:a"].reinforcement_count == 2
     assert facts["entity_frequency:x:1"].reinforcement_count == 1
     assert facts["entity_frequency:x:2"].reinforcement_count == 1
@@ -392,7 +233,7 @@ def test_remove_if_empty_only_removes_identities_that_hold_nothing(
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     assert store.remove_if_empty(IDENTITY) is False  # pending observation
-    run(store, clock)
+    one_round(store, clock)
     assert store.remove_if_empty(IDENTITY) is False  # observation and fact
     clock.advance(days=60)
     assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1

@@ -9,27 +9,17 @@ from typing import Any
 
 import pytest
 import redis
+from tests.support.facts import make_fact
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.rounds import commit, one_round, plan
 from tests.support.services import APP_PREFIX, RedisTarget
 
-from engram import AdaptiveDecay, ExponentialDecay, Fact, consolidate
+from engram import AdaptiveDecay, ExponentialDecay, Fact
 from engram.adapters.redis_behaviour import RedisBehaviourStore, encode_fact
-from engram.behaviour.consolidation import plan_round
 from engram.behaviour.ports import RoundInput
 from engram.clock import MS_PER_DAY, FakeClock
 
 NEVER, ALWAYS = 10**9, 0
-
-
-def run(store: RedisBehaviourStore, clock: FakeClock, decay: Any = None) -> list[Fact]:
-    return consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=decay or ExponentialDecay(),
-        now=clock.now_ms(),
-    )
 
 
 def stored_rows(client: redis.Redis, store: RedisBehaviourStore) -> dict[str, dict[str, Any]]:
@@ -64,7 +54,7 @@ def test_staged_and_script_argument_commits_store_and_return_the_same_facts(
         batch = mixed_batch(make_obs, 60 + 10 * round_no, offset=round_no)
         staged.append(IDENTITY, batch)
         scripted.append(IDENTITY, batch)
-        a, b = run(staged, clock, decay), run(scripted, clock, decay)
+        a, b = one_round(staged, clock, decay), one_round(scripted, clock, decay)
         assert [f.model_dump() for f in a] == [f.model_dump() for f in b]
         assert stored_rows(client, staged) == stored_rows(client, scripted)
         for store in (staged, scripted):  # head-only re-encoding writes what encode_fact does
@@ -91,15 +81,15 @@ def test_staged_commit_counts_observations_arriving_after_the_read_exactly_once(
     store = LateArrivals(client, clock=clock)
     store.stage_min_upserts = ALWAYS
     store.append(IDENTITY, mixed_batch(make_obs, 40))
-    first = {f.subject: f for f in run(store, clock)}
+    first = {f.subject: f for f in one_round(store, clock)}
     assert "tool_affinity:late_tool" not in first  # arrived after the read: next round
     assert first["tool_affinity:tool_0"].reinforcement_count == 1
     assert store.read_round(IDENTITY).observation_count == 2  # exactly the late two pending
-    second = {f.subject: f for f in run(store, clock)}
+    second = {f.subject: f for f in one_round(store, clock)}
     assert second["tool_affinity:late_tool"].reinforcement_count == 1
     assert second["tool_affinity:tool_0"].reinforcement_count == 2
     assert store.read_round(IDENTITY).observation_count == 0
-    assert {f.subject: f.reinforcement_count for f in run(store, clock)} == {
+    assert {f.subject: f.reinforcement_count for f in one_round(store, clock)} == {
         s: f.reinforcement_count for s, f in second.items()
     }
 
@@ -109,23 +99,13 @@ def test_a_fenced_staged_commit_changes_nothing_and_leaves_no_stage(
 ) -> None:
     store.stage_min_upserts = ALWAYS
     store.append(IDENTITY, mixed_batch(make_obs, 40))
-    run(store, clock)
+    one_round(store, clock)
     store.append(IDENTITY, mixed_batch(make_obs, 40))
     read = store.read_round(IDENTITY)
-    upserts, deletes, _ = plan_round(
-        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=9
-    )
+    upserts, deletes = plan(read, clock, round_cursor=9)
     assert store.delete_fact(IDENTITY, "fact:tool_affinity:tool_0")  # a concurrent change
     before = stored_rows(client, store)
-    assert not store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=deletes,
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    assert not commit(store, read, clock, upserts=upserts, deletes=deletes)
     assert stored_rows(client, store) == before
     assert client.exists(store.stage_key(IDENTITY)) == 0
     assert store.read_round(IDENTITY).observation_count == 40  # still pending
@@ -137,19 +117,9 @@ def test_an_erasure_between_read_and_staged_commit_leaves_nothing(
     store.stage_min_upserts = ALWAYS
     store.append(IDENTITY, mixed_batch(make_obs, 40))
     read = store.read_round(IDENTITY)
-    upserts, deletes, _ = plan_round(
-        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=9
-    )
+    upserts, deletes = plan(read, clock, round_cursor=9)
     store.erase(IDENTITY)
-    assert not store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=deletes,
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    assert not commit(store, read, clock, upserts=upserts, deletes=deletes)
     assert [k for k in redis_target.key_names() if b"{" + IDENTITY.encode() + b"}" in k] == []
 
 
@@ -158,18 +128,10 @@ def test_a_staged_commit_that_leaves_no_fact_deletes_the_fact_set(
 ) -> None:
     store.stage_min_upserts = ALWAYS
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("query_pattern", "x")])
-    run(store, clock)
+    one_round(store, clock)
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     read = store.read_round(IDENTITY)
-    assert store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=[],
-        deletes=[f.id for f in read.facts],
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    assert commit(store, read, clock, deletes=[f.id for f in read.facts])
     assert store.get(IDENTITY) == []
     assert client.exists(store.keys(IDENTITY).facts, store.stage_key(IDENTITY)) == 0
 
@@ -179,17 +141,14 @@ def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
 ) -> None:
     """Facts written before the head-first layout (``Fact.to_storage_json``: id first, no
     null fields) are read as before and re-encoded in full when a round changes them."""
-    old = Fact(
-        id="fact:tool_affinity:a",
-        identity_id=IDENTITY,
-        category="tool_affinity",
-        subject="tool_affinity:a",
+    old = make_fact(
+        "tool_affinity:a",
+        identity=IDENTITY,
         content='Tool "a" works well for this user',
         confidence=0.7,
-        reinforcement_count=3,
-        last_reinforced_at=clock.now_ms() - MS_PER_DAY,
+        count=3,
+        at=clock.now_ms() - MS_PER_DAY,
         created_at=clock.now_ms() - 10 * MS_PER_DAY,
-        updated_at=clock.now_ms() - MS_PER_DAY,
     )
     untouched = old.model_copy(
         update={"id": "fact:domain_preference:x", "subject": "domain_preference:x"}
@@ -202,7 +161,7 @@ def test_facts_stored_in_the_older_layout_are_read_and_rewritten(
     for stage_min in (NEVER, ALWAYS):
         store.stage_min_upserts = stage_min
         store.append(IDENTITY, [make_obs("tool_success", "a")])
-        run(store, clock)
+        one_round(store, clock)
         clock.advance(ms=1)
     facts = {f.id: f for f in store.get(IDENTITY)}
     assert facts[old.id].reinforcement_count == 5
@@ -223,20 +182,12 @@ def test_a_changed_unchanging_field_is_never_replaced_by_the_stored_bytes(
     for a fact whose values of those are the ones read."""
     store.stage_min_upserts = stage_min
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
+    one_round(store, clock)
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     read = store.read_round(IDENTITY)
     (fact,) = read.facts
     edited = fact.evolve(content="Edited content", reinforcement_count=7)
-    assert store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=[edited],
-        deletes=[],
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
+    assert commit(store, read, clock, upserts=[edited])
     (after,) = store.get(IDENTITY)
     assert after.content == "Edited content"
     assert after.reinforcement_count == 7
@@ -246,7 +197,7 @@ def test_stored_facts_keep_the_camel_case_json_fields(
     store: RedisBehaviourStore, client: redis.Redis, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.append(IDENTITY, mixed_batch(make_obs, 40))
-    run(store, clock)
+    one_round(store, clock)
     for row in stored_rows(client, store).values():
         assert Fact.model_validate(row).model_dump(by_alias=True, exclude_none=True) == {
             k: v for k, v in row.items() if v is not None

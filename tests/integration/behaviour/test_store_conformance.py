@@ -4,10 +4,16 @@ three separately constructed in-memory parts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
 
 import pytest
+from tests.support.concurrency import race
+from tests.support.facts import make_fact
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.rounds import by_subject, commit, consolidated, one_round, plan
 from tests.support.services import APP_PREFIX, RedisTarget
 
 from engram.adapters.inmemory_behaviour import (
@@ -22,10 +28,10 @@ from engram.adapters.redis_behaviour import (
     RedisFactRepository,
     RedisObservationLog,
 )
-from engram.behaviour.consolidation import consolidate_store
+from engram.behaviour.consolidation import sweep_expired
 from engram.behaviour.decay import ExponentialDecay
 from engram.behaviour.models import Fact
-from engram.behaviour.ports import BehaviourStore
+from engram.behaviour.ports import BehaviourStore, RoundInput
 from engram.behaviour.separate import SeparateStores, resolve_store
 from engram.clock import MS_PER_DAY, FakeClock
 
@@ -35,9 +41,17 @@ EVERY = (*FULL, "separate")
 OTHER = "team-a:user-2"
 
 
-def _make(kind: str, request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[BehaviourStore]:
+def _make(
+    kind: str, request: pytest.FixtureRequest, clock: FakeClock, mixin: type | None = None
+) -> Iterator[BehaviourStore]:
+    """The store of ``kind``; with ``mixin``, of a subclass that overrides some of its
+    methods with the mixin's (to crash or race a round)."""
+
+    def cls(base: type[Any]) -> type[Any]:
+        return base if mixin is None else type(mixin.__name__, (mixin, base), {})
+
     if kind == "memory":
-        yield InMemoryBehaviourStore(clock=clock)
+        yield cls(InMemoryBehaviourStore)(clock=clock)
     elif kind == "separate":
         yield SeparateStores(
             InMemoryObservationLog(), InMemoryFactRepository(), InMemoryCheckpointStore()
@@ -47,7 +61,7 @@ def _make(kind: str, request: pytest.FixtureRequest, clock: FakeClock) -> Iterat
         target: RedisTarget = request.getfixturevalue(name)
         client = target.client()
         try:
-            yield RedisBehaviourStore(client, prefix=f"{APP_PREFIX}:conf", clock=clock)
+            yield cls(RedisBehaviourStore)(client, prefix=f"{APP_PREFIX}:conf", clock=clock)
         finally:
             client.close()
 
@@ -62,25 +76,9 @@ def full_store(request: pytest.FixtureRequest, clock: FakeClock) -> Iterator[Beh
     yield from _make(request.param, request, clock)
 
 
-def run(store: BehaviourStore, clock: FakeClock) -> dict[str, Fact]:
-    facts = consolidate_store(store, IDENTITY, decay=ExponentialDecay(), now=clock.now_ms())
-    return {f.subject: f for f in facts}
-
-
 def fact(subject: str, at: int) -> Fact:
-    return Fact.model_validate(
-        {
-            "id": f"id-{subject}",
-            "identityId": IDENTITY,
-            "category": "tool_affinity",
-            "subject": subject,
-            "content": "Tool works well for this user",
-            "confidence": 0.6,
-            "reinforcementCount": 1,
-            "lastReinforcedAt": at,
-            "createdAt": at,
-            "updatedAt": at,
-        }
+    return make_fact(
+        subject, confidence=0.6, at=at, identity=IDENTITY, content="Tool works well for this user"
     )
 
 
@@ -88,13 +86,16 @@ def fact(subject: str, at: int) -> Fact:
 def test_append_is_idempotent_and_since_is_in_arrival_order(
     store: BehaviourStore, make_obs: MakeObs
 ) -> None:
-    a, b, c = (make_obs("tool_success", name) for name in "abc")
+    a, b, c, d = (make_obs("tool_success", name) for name in "abcd")
     assert store.append(IDENTITY, [a, b]) == 2
-    assert store.append(IDENTITY, [b, c]) == 1
+    assert store.append(IDENTITY, [a, b]) == 0
+    assert store.append(IDENTITY, [b, c, c]) == 1  # an id twice in one batch counts once
+    assert store.append(IDENTITY, [a, b, c, d]) == 1
     assert store.append(IDENTITY, []) == 0
     got = store.since(IDENTITY, None)
-    assert [(o.id, o.seq) for o in got] == [(a.id, 1), (b.id, 2), (c.id, 3)]
-    assert [o.id for o in store.since(IDENTITY, 2)] == [c.id]
+    assert [(o.id, o.seq) for o in got] == [(a.id, 1), (b.id, 2), (c.id, 3), (d.id, 4)]
+    assert got[0].model_dump(exclude={"seq"}) == a.model_dump(exclude={"seq"})
+    assert [o.id for o in store.since(IDENTITY, 2)] == [c.id, d.id]
     assert store.since(OTHER, None) == []
 
 
@@ -162,21 +163,21 @@ def test_a_round_reads_groups_and_commits_facts_and_cursor(
     assert read.max_seq == 3
     groups = sorted((g.subject, g.count, g.successes, g.failures) for g in read.groups)
     assert groups == [("tool_affinity:a", 2, 2, 1), ("tool_avoidance:a", 1, 2, 1)]
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert sorted(facts) == ["tool_affinity:a", "tool_avoidance:a"]
     assert store.get_checkpoint(IDENTITY) == 3
     assert store.read_round(IDENTITY).observation_count == 0
     clock.advance(ms=MS_PER_DAY)
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 1  # nothing new
+    assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 1  # nothing new
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
+    assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 2
 
 
 def test_round_facts_are_the_callers_to_change(
     store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
+    one_round(store, clock)
     read = store.read_round(IDENTITY)
     read.facts[0].__dict__["confidence"] = 0.0  # what a round planning in place does
     assert store.get(IDENTITY)[0].confidence > 0.0
@@ -189,14 +190,212 @@ def test_a_commit_on_a_stale_read_is_fenced_out(
     for store in _make(kind, request, clock):
         store.append(IDENTITY, [make_obs("tool_success", "a")])
         stale, fresh = store.read_round(IDENTITY), store.read_round(IDENTITY)
-        now = clock.now_ms()
-        args = {"deletes": [], "prune_before_ms": 0, "hard_prune_before_ms": 0, "now_ms": now}
-        winner = fact("tool_affinity:a", now)
-        assert store.commit_round(IDENTITY, read=fresh, upserts=[winner], **args) is True
+        winner = fact("tool_affinity:a", clock.now_ms())
+        assert commit(store, fresh, clock, upserts=[winner]) is True
         loser = winner.evolve(reinforcement_count=5)
-        assert store.commit_round(IDENTITY, read=stale, upserts=[loser], **args) is False
+        assert commit(store, stale, clock, upserts=[loser]) is False
         assert [f.reinforcement_count for f in store.get(IDENTITY)] == [1]
         assert store.get_checkpoint(IDENTITY) == 1
+
+
+def test_a_round_read_before_an_erasure_cannot_commit_after_it(
+    full_store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store = full_store
+    store.append(IDENTITY, [make_obs("tool_success", "old")])
+    read = store.read_round(IDENTITY)
+    upserts, deletes = plan(read, clock)
+    assert len(upserts) == 1
+    store.erase(IDENTITY)
+    # the user returns with exactly as many observations: same seq, cursor and version
+    store.append(IDENTITY, [make_obs("tool_success", "new")])
+    again = store.read_round(IDENTITY)
+    assert (again.cursor, again.version, again.max_seq) == (read.cursor, read.version, 1)
+    assert commit(store, read, clock, upserts=upserts, deletes=deletes) is False
+    assert store.get(IDENTITY) == []
+    assert list(consolidated(store, clock)) == ["tool_affinity:new"]
+
+
+# --- crashes and races ------------------------------------------------------------------------
+class CrashAfterCommit:
+    """The commit is applied but its reply never arrives (a crash right after the write)."""
+
+    crash = False
+
+    def commit_round(self, identity_id: str, **kw: Any) -> bool:
+        ok: bool = super().commit_round(identity_id, **kw)  # type: ignore[misc]
+        if self.crash:
+            self.crash = False
+            raise ConnectionError("connection lost before the reply")
+        return ok
+
+
+class CrashBeforeCommit:
+    """The process dies before the commit."""
+
+    crash = False
+
+    def commit_round(self, identity_id: str, **kw: Any) -> bool:
+        if self.crash:
+            self.crash = False
+            raise ConnectionError("process died before the commit")
+        ok: bool = super().commit_round(identity_id, **kw)  # type: ignore[misc]
+        return ok
+
+
+@pytest.mark.parametrize("crash", [CrashAfterCommit, CrashBeforeCommit])
+@pytest.mark.parametrize("kind", FENCED)
+def test_a_crash_mid_consolidation_does_not_reinforce_twice(
+    kind: str, crash: type, request: pytest.FixtureRequest, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    for store in _make(kind, request, clock, crash):
+        store.append(IDENTITY, [make_obs("tool_success", "a")])
+        one_round(store, clock)
+        store.append(IDENTITY, [make_obs("tool_success", "a")])
+        store.crash = True  # type: ignore[attr-defined]
+        with pytest.raises(ConnectionError):
+            one_round(store, clock)
+        assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 2
+        assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 2
+
+
+ROUNDS = 20
+
+
+class Racing:
+    """Once ``racing`` is on, each thread's first read waits until ``ROUNDS`` threads have
+    read: every round reads before any commits."""
+
+    racing = False
+    barrier: threading.Barrier
+
+    def read_round(self, identity_id: str) -> RoundInput:
+        read: RoundInput = super().read_round(identity_id)  # type: ignore[misc]
+        if self.racing and not getattr(threading.current_thread(), "raced", False):
+            threading.current_thread().raced = True  # type: ignore[attr-defined]
+            self.barrier.wait(timeout=20)
+        return read
+
+
+@pytest.mark.parametrize("kind", FENCED)
+def test_20_concurrent_consolidations_reinforce_exactly_once(
+    kind: str, request: pytest.FixtureRequest, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    for store in _make(kind, request, clock, Racing):
+        store.append(IDENTITY, [make_obs("tool_success", "a")])
+        one_round(store, clock)
+        new = [
+            make_obs("tool_success", "a"),
+            make_obs("entity_access", ("account", "1")),
+            make_obs("query_pattern", "royalty"),
+        ]
+        store.append(IDENTITY, new)
+        store.racing = True  # type: ignore[attr-defined]
+        store.barrier = threading.Barrier(ROUNDS)  # type: ignore[attr-defined]
+        results = race(*[partial(consolidated, store, clock)] * ROUNDS)
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        for r in results:  # losers re-read and return the winner's facts
+            assert r["tool_affinity:a"].reinforcement_count == 2
+            assert r["entity_frequency:account:1"].reinforcement_count == 1
+            assert r["domain_preference:royalty"].reinforcement_count == 1
+        assert by_subject(store.get(IDENTITY))["tool_affinity:a"].reinforcement_count == 2
+
+
+# --- retention and the expiry sweep -------------------------------------------------------------
+class _ReinforcingBetweenReadAndDelete:
+    """A fact repository that runs a consolidation round right after the sweep's read."""
+
+    def __init__(self, store: Any, clock: FakeClock, obs: Any) -> None:
+        self.store, self.clock, self.obs = store, clock, obs
+
+    def get(self, identity_id: str) -> list[Fact]:
+        facts: list[Fact] = self.store.get(identity_id)
+        self.store.append(identity_id, [self.obs])
+        one_round(self.store, self.clock)
+        return facts
+
+    def upsert(self, identity_id: str, fact: Fact) -> None:
+        self.store.upsert(identity_id, fact)
+
+    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
+        self.store.upsert_batch(identity_id, facts)
+
+    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
+        return int(self.store.delete(identity_id, fact_ids))
+
+    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int:
+        return int(self.store.delete_unchanged(identity_id, facts))
+
+
+def sweep(facts: Any, clock: FakeClock) -> int:
+    return sweep_expired(IDENTITY, facts=facts, decay=ExponentialDecay(), now=clock.now_ms())
+
+
+def test_the_sweep_deletes_only_expired_facts_stored_as_read(
+    store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "A")])
+    one_round(store, clock)
+    assert sweep(store, clock) == 0  # not expired
+    clock.advance(ms=400 * MS_PER_DAY)  # long past expiry
+    (fact,) = store.get(IDENTITY)
+    reinforced = fact.model_copy(update={"last_reinforced_at": clock.now_ms()})
+    assert store.delete_unchanged(IDENTITY, [reinforced]) == 0  # not the stored fact
+    racing = _ReinforcingBetweenReadAndDelete(store, clock, make_obs("tool_success", "A"))
+    assert sweep(racing, clock) == 0
+    (fact,) = store.get(IDENTITY)
+    assert fact.subject == "tool_affinity:A"
+    assert fact.reinforcement_count == 2
+    # untouched since the read, an expired fact is swept
+    clock.advance(ms=400 * MS_PER_DAY)
+    assert sweep(store, clock) == 1
+    assert store.get(IDENTITY) == []
+
+
+def test_delete_unchanged_deletes_only_facts_stored_as_read(
+    store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store.append(IDENTITY, [make_obs("tool_success", "A"), make_obs("tool_success", "B")])
+    one_round(store, clock)
+    stale = by_subject(store.get(IDENTITY))
+    clock.advance(ms=MS_PER_DAY)
+    store.append(IDENTITY, [make_obs("tool_success", "A")])
+    one_round(store, clock)  # A reinforced, B untouched
+    gone = store.delete_unchanged(IDENTITY, list(stale.values()))
+    assert gone == 1
+    assert [f.subject for f in store.get(IDENTITY)] == ["tool_affinity:A"]
+    assert store.delete_unchanged(IDENTITY, []) == 0
+
+
+def test_a_redelivery_after_the_seven_day_prune_counts_once(
+    store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    now = clock.now_ms()
+    old = make_obs("tool_success", "A", at=now - 10 * MS_PER_DAY)
+    store.append(IDENTITY, [old, make_obs("tool_success", "B", at=now)])
+    one_round(store, clock)
+    kept = [o.id for o in store.since(IDENTITY, None)]
+    assert len(kept) == 1  # B stays; A was pruned by the 7-day rule
+    assert old.id not in kept
+    assert store.append(IDENTITY, [old]) == 0  # a redelivery: still known
+    facts = consolidated(store, clock)
+    assert facts["tool_affinity:A"].reinforcement_count == 1
+    # past the 30-day limit the id is forgotten (as the observation itself would be)
+    store.prune(IDENTITY, now + 21 * MS_PER_DAY)
+    assert store.append(IDENTITY, [old]) == 1
+
+
+def test_erasure_forgets_tombstones(
+    full_store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    store = full_store
+    now = clock.now_ms()
+    old = make_obs("tool_success", "A", at=now - 10 * MS_PER_DAY)
+    store.append(IDENTITY, [old, make_obs("tool_success", "B", at=now)])
+    one_round(store, clock)
+    assert store.append(IDENTITY, [old]) == 0
+    store.erase(IDENTITY)
+    assert store.append(IDENTITY, [old]) == 1
 
 
 # --- the identity ---------------------------------------------------------------------------
@@ -205,7 +404,7 @@ def test_export_is_the_checkpoint_observations_and_facts(
 ) -> None:
     obs = make_obs("tool_success", "a")
     store.append(IDENTITY, [obs])
-    run(store, clock)
+    one_round(store, clock)
     data = store.export(IDENTITY)
     assert data["identityId"] == IDENTITY
     assert data["checkpoint"] == 1
@@ -225,7 +424,7 @@ def test_erase_and_the_identity_index(
     assert first == [IDENTITY]
     assert store.list_identities(cursor=cursor, limit=1)[0] == [OTHER]
     assert store.list_identities(active_before_ms=clock.now_ms())[0] == [IDENTITY]
-    run(store, clock)
+    one_round(store, clock)
     assert store.remove_if_empty(IDENTITY) is False
     assert store.erase(IDENTITY) == {"observations": 1, "facts": 1}
     assert store.get(IDENTITY) == []

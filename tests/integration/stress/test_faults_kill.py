@@ -36,6 +36,7 @@ import pytest
 import redis
 from tests.integration.stress.conftest import assert_exactly_once, eventually, ledger
 from tests.support.faultproxy import FaultProxy
+from tests.support.rounds import one_round
 from tests.support.services import RedisServer, RedisTarget, free_port
 
 from engram.adapters.redis_behaviour import RedisBehaviourStore
@@ -323,18 +324,7 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_target: Red
             proc.wait(10)
 
     # one more round by a healthy process consumes whatever was left pending
-    from engram import ExponentialDecay, consolidate
-
-    def one_round() -> None:
-        consolidate(
-            IDENTITY,
-            observations=store,
-            facts=store,
-            checkpoints=store.checkpoints,
-            decay=ExponentialDecay(),
-        )
-
-    one_round()
+    one_round(store, identity=IDENTITY)
     book = ledger(client, IDENTITY)
     assert kills == 6
     assert_exactly_once(book, appended)
@@ -345,5 +335,5 @@ def test_kill_9_mid_consolidation_never_loses_or_double_counts(redis_target: Red
     # batches, whatever the kills did
     assert 1 <= affinity["reinforcementCount"] <= batches
     before = dict(book.facts)
-    one_round()
+    one_round(store, identity=IDENTITY)
     assert ledger(client, IDENTITY).facts == before  # nothing new: nothing re-counted

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.facts import make_fact
 
-from engram import Fact, FactCategory, extract_tool_affinities
+from engram import Fact, extract_tool_affinities
 from engram.behaviour.affinity import (
     MAX_REORDERED_GAP,
     affinity_boost,
@@ -16,35 +17,24 @@ from engram.behaviour.affinity import (
 )
 
 
-def fact(category: FactCategory, subject: str, confidence: float) -> Fact:
-    return Fact(
-        id=f"fact:{subject}",
-        identity_id="t:u",
-        category=category,
-        subject=subject,
-        content="x",
-        confidence=confidence,
-        reinforcement_count=1,
-        last_reinforced_at=0,
-        created_at=0,
-        updated_at=0,
-    )
+def fact(subject: str, confidence: float) -> Fact:
+    return make_fact(subject, confidence=confidence)
 
 
 def test_affinity_is_positive_avoidance_negative_and_both_give_the_difference() -> None:
     facts = [
-        fact(FactCategory.TOOL_AFFINITY, "tool_affinity:good", 0.8),
-        fact(FactCategory.TOOL_AVOIDANCE, "tool_avoidance:bad", 0.6),
-        fact(FactCategory.TOOL_AFFINITY, "tool_affinity:mixed", 0.7),
-        fact(FactCategory.TOOL_AVOIDANCE, "tool_avoidance:mixed", 0.5),
-        fact(FactCategory.DOMAIN_PREFERENCE, "domain_preference:royalty", 0.9),
+        fact("tool_affinity:good", 0.8),
+        fact("tool_avoidance:bad", 0.6),
+        fact("tool_affinity:mixed", 0.7),
+        fact("tool_avoidance:mixed", 0.5),
+        fact("domain_preference:royalty", 0.9),
     ]
     aff = extract_tool_affinities(facts)
     assert aff == {"good": 0.8, "bad": -0.6, "mixed": pytest.approx(0.2)}
 
 
 def test_tool_names_with_colons_survive() -> None:
-    aff = extract_tool_affinities([fact(FactCategory.TOOL_AFFINITY, "tool_affinity:ns:tool", 1.0)])
+    aff = extract_tool_affinities([fact("tool_affinity:ns:tool", 1.0)])
     assert aff == {"ns:tool": 1.0}
 
 

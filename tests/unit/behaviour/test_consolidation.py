@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
 import pytest
 from tests.support.observations import IDENTITY, MakeObs
+from tests.support.rounds import by_subject, commit, consolidated, one_round
 
 from engram import (
     AdaptiveDecay,
@@ -23,31 +21,18 @@ from engram.behaviour.ports import (
     NullCheckpointStore,
     NullFactRepository,
     NullObservationLog,
-    RoundInput,
 )
 from engram.clock import MS_PER_DAY, FakeClock
 
 
-def run(store: InMemoryBehaviourStore, clock: FakeClock, decay: Any = None) -> dict[str, Fact]:
-    facts = consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=decay or ExponentialDecay(),
-        now=clock.now_ms(),
-    )
-    return {f.subject: f for f in facts}
-
-
 def stored(store: InMemoryBehaviourStore) -> dict[str, Fact]:
-    return {f.subject: f for f in store.get(IDENTITY)}
+    return by_subject(store.get(IDENTITY))
 
 
 def test_new_facts_start_at_0_5_with_one_reinforcement(clock: FakeClock, make_obs: MakeObs) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("tool_success", "get_account")])
-    f = run(store, clock)["tool_affinity:get_account"]
+    f = consolidated(store, clock)["tool_affinity:get_account"]
     assert (f.confidence, f.reinforcement_count, f.id) == (0.5, 1, "fact:tool_affinity:get_account")
     assert f.created_at == f.updated_at == f.last_reinforced_at == clock.now_ms()
     assert 'Tool "get_account"' in f.content
@@ -56,10 +41,10 @@ def test_new_facts_start_at_0_5_with_one_reinforcement(clock: FakeClock, make_ob
 def test_at_most_one_reinforcement_per_fact_per_round(clock: FakeClock, make_obs: MakeObs) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("tool_success", "a") for _ in range(5)])
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 1
+    assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 1
     clock.advance(days=1)
     store.append(IDENTITY, [make_obs("tool_success", "a") for _ in range(7)])
-    f = run(store, clock)["tool_affinity:a"]
+    f = consolidated(store, clock)["tool_affinity:a"]
     assert (f.reinforcement_count, f.confidence) == (2, pytest.approx(0.6))
 
 
@@ -68,10 +53,10 @@ def test_no_new_observations_short_circuits_and_returns_current_confidence(
 ) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("query_pattern", "royalty")])
-    run(store, clock)
+    one_round(store, clock)
     version = store.read_round(IDENTITY).version
     clock.advance(days=10)
-    f = run(store, clock)["domain_preference:royalty"]
+    f = consolidated(store, clock)["domain_preference:royalty"]
     assert f.confidence == pytest.approx(0.5 * 0.95**10)
     assert stored(store)["domain_preference:royalty"].confidence == 0.5  # stored stays
     assert store.read_round(IDENTITY).version == version  # nothing written
@@ -80,15 +65,15 @@ def test_no_new_observations_short_circuits_and_returns_current_confidence(
 def test_unreinforced_facts_decay_and_expire(clock: FakeClock, make_obs: MakeObs) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("tool_success", "old"), make_obs("tool_success", "kept")])
-    run(store, clock)
+    one_round(store, clock)
     clock.advance(days=20)
     store.append(IDENTITY, [make_obs("tool_success", "kept")])
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert facts["tool_affinity:old"].confidence == pytest.approx(0.5 * 0.95**20)
     assert stored(store)["tool_affinity:old"].confidence == 0.5  # never persist decayed values
     clock.advance(days=12)  # old: 32 idle days -> below 0.1
     store.append(IDENTITY, [make_obs("tool_success", "kept")])
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert "tool_affinity:old" not in facts
     assert "tool_affinity:old" not in stored(store)
     assert facts["tool_affinity:kept"].reinforcement_count == 3
@@ -102,12 +87,12 @@ def test_late_and_same_millisecond_observations_are_consolidated(
     store.append(
         IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
     )
-    run(store, clock)
+    one_round(store, clock)
     clock.advance(days=1)
     # arrives after the checkpoint but was created a day before it (SQS delivered it late)
     store.append(IDENTITY, [make_obs("tool_success", "late", at=t - MS_PER_DAY)])
     store.append(IDENTITY, [make_obs("entity_access", ("account", "1"), at=t)])
-    facts = run(store, clock)
+    facts = consolidated(store, clock)
     assert {"tool_affinity:a", "tool_affinity:b", "tool_affinity:late"} <= set(facts)
     assert "entity_frequency:account:1" in facts
 
@@ -116,7 +101,7 @@ def test_quality_feeds_adaptive_ease(clock: FakeClock, make_obs: MakeObs) -> Non
     store = InMemoryBehaviourStore()
     decay = AdaptiveDecay()
     store.append(IDENTITY, [make_obs("tool_success", "t")])
-    run(store, clock, decay)
+    one_round(store, clock, decay)
     assert stored(store)["tool_affinity:t"].ease_factor == 2.5
     clock.advance(days=1)
     # 1 success, 2 failures: affinity quality 1/3, avoidance quality 2/3
@@ -128,7 +113,7 @@ def test_quality_feeds_adaptive_ease(clock: FakeClock, make_obs: MakeObs) -> Non
             make_obs("tool_failure", "t"),
         ],
     )
-    run(store, clock, decay)
+    one_round(store, clock, decay)
     s = stored(store)
     assert s["tool_affinity:t"].ease_factor == pytest.approx(2.5 + 0.1 - (1 - 1 / 3) * 0.3)
     assert s["tool_avoidance:t"].ease_factor == 2.5  # created this round
@@ -139,17 +124,10 @@ def test_returned_facts_are_ranked_and_carry_current_confidence(
 ) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("tool_success", "b")])
-    run(store, clock)
+    one_round(store, clock)
     clock.advance(days=1)
     store.append(IDENTITY, [make_obs("tool_success", "b")])
-    facts = consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=ExponentialDecay(),
-        now=clock.now_ms(),
-    )
+    facts = one_round(store, clock)
     assert [f.subject for f in facts] == ["tool_affinity:b", "tool_affinity:a"]
     assert facts[1].confidence == pytest.approx(0.5 * 0.95)
 
@@ -168,12 +146,12 @@ def test_prune_keeps_7_days_below_the_checkpoint_and_drops_anything_older_than_3
             make_obs("tool_success", "now", at=now),
         ],
     )
-    run(store, clock)
+    one_round(store, clock)
     left = {o.metadata["toolName"] for o in store.since(IDENTITY, None)}
     assert left == {"six", "now"}  # 8 days below the checkpoint: gone; 6 days: kept
     # an observation that arrives 31 days old is consolidated, then dropped (older than 30)
     store.append(IDENTITY, [ancient_pending])
-    assert "tool_affinity:ancient" in run(store, clock)
+    assert "tool_affinity:ancient" in consolidated(store, clock)
     assert "ancient" not in {o.metadata["toolName"] for o in store.since(IDENTITY, None)}
 
 
@@ -183,11 +161,11 @@ def test_prune_never_drops_unconsolidated_observations_younger_than_30_days(
     store = InMemoryBehaviourStore()
     now = clock.now_ms()
     store.append(IDENTITY, [make_obs("tool_success", "now", at=now)])
-    run(store, clock)
+    one_round(store, clock)
     pending = make_obs("tool_success", "pending", at=now - 20 * MS_PER_DAY)
     store.append(IDENTITY, [pending])
     assert store.prune(IDENTITY, now - 7 * MS_PER_DAY, up_to_seq=1) == 0
-    assert "tool_affinity:pending" in run(store, clock)
+    assert "tool_affinity:pending" in consolidated(store, clock)
 
 
 def test_a_crash_between_facts_and_checkpoint_does_not_reinforce_twice(
@@ -235,76 +213,6 @@ def test_a_crash_between_facts_and_checkpoint_does_not_reinforce_twice(
     assert counts == {"tool_affinity:a": 2, "tool_affinity:b": 1}
 
 
-class LostReply(InMemoryBehaviourStore):
-    """The commit is applied but its reply never arrives (crash right after the write)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fail_next = False
-
-    def commit_round(self, identity_id: str, **kw: Any) -> bool:
-        ok = super().commit_round(identity_id, **kw)
-        if self.fail_next:
-            self.fail_next = False
-            raise ConnectionError("connection lost after the commit")
-        return ok
-
-
-def test_atomic_commit_rerun_after_a_lost_reply_does_not_reinforce_twice(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = LostReply()
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    store.fail_next = True
-    with pytest.raises(ConnectionError):
-        run(store, clock)
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 2
-
-
-def test_20_concurrent_consolidations_reinforce_exactly_once(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    barrier = threading.Barrier(20)
-
-    class Racing(InMemoryBehaviourStore):
-        racing = False
-
-        def read_round(self, identity_id: str) -> RoundInput:
-            result = super().read_round(identity_id)
-            if self.racing and not getattr(threading.current_thread(), "raced", False):
-                threading.current_thread().raced = True  # type: ignore[attr-defined]
-                barrier.wait(timeout=10)  # everyone has read before anyone commits
-            return result
-
-    store = Racing()
-    store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
-    store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("query_pattern", "royalty")])
-    store.racing = True
-    results: list[dict[str, Fact]] = []
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        try:
-            results.append(run(store, clock))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=20)
-    assert not errors
-    assert len(results) == 20
-    for r in results:  # losers re-read and return the winner's facts
-        assert r["tool_affinity:a"].reinforcement_count == 2
-        assert r["domain_preference:royalty"].reinforcement_count == 1
-    assert stored(store)["tool_affinity:a"].reinforcement_count == 2
-
-
 def test_a_user_deleting_a_fact_mid_round_fences_the_commit(
     clock: FakeClock, make_obs: MakeObs
 ) -> None:
@@ -312,24 +220,8 @@ def test_a_user_deleting_a_fact_mid_round_fences_the_commit(
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     read = store.read_round(IDENTITY)
     store.delete_fact(IDENTITY, "fact:tool_affinity:zzz")  # any fact mutation bumps the version
-    assert not store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=[],
-        deletes=[],
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
-    assert run(store, clock)["tool_affinity:a"].reinforcement_count == 1
-
-
-def test_append_is_idempotent_by_id(make_obs: MakeObs) -> None:
-    store = InMemoryBehaviourStore()
-    batch = [make_obs("tool_success", "a"), make_obs("tool_success", "b")]
-    assert store.append(IDENTITY, batch) == 2
-    assert store.append(IDENTITY, [*batch, make_obs("tool_success", "c")]) == 1
-    assert [o.seq for o in store.since(IDENTITY, None)] == [1, 2, 3]
+    assert not commit(store, read, clock)
+    assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 1
 
 
 def test_null_objects_consolidate_to_nothing(clock: FakeClock, make_obs: MakeObs) -> None:
@@ -349,7 +241,7 @@ def test_null_objects_consolidate_to_nothing(clock: FakeClock, make_obs: MakeObs
 def test_sweep_expired_deletes_only_expired(clock: FakeClock, make_obs: MakeObs) -> None:
     store = InMemoryBehaviourStore()
     store.append(IDENTITY, [make_obs("tool_success", "a")])
-    run(store, clock)
+    one_round(store, clock)
     later = clock.now_ms() + 40 * MS_PER_DAY
     assert sweep_expired(IDENTITY, facts=store, decay=ExponentialDecay(), now=clock.now_ms()) == 0
     assert sweep_expired(IDENTITY, facts=store, decay=ExponentialDecay(), now=later) == 1

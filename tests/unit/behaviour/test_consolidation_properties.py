@@ -6,8 +6,9 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.rounds import one_round
 
-from engram import ExponentialDecay, InMemoryBehaviourStore, Observation, consolidate
+from engram import InMemoryBehaviourStore, Observation
 from engram.behaviour.models import observation_to_fact_key
 from engram.clock import MS_PER_DAY, FakeClock
 
@@ -47,13 +48,6 @@ def test_reinforcement_count_equals_rounds_with_the_key(
         ]
         store.append(ID, observations)
         appeared.update({observation_to_fact_key(o)[1] for o in observations})
-        facts = consolidate(
-            ID,
-            observations=store,
-            facts=store,
-            checkpoints=store.checkpoints,
-            decay=ExponentialDecay(),
-            now=clock.now_ms(),
-        )
+        facts = one_round(store, clock, identity=ID)
         assert {f.subject: f.reinforcement_count for f in facts} == dict(appeared)
         clock.advance(days=1)  # never long enough for anything to expire

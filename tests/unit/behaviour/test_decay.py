@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from tests.support.facts import make_fact
 
-from engram import AdaptiveDecay, ExponentialDecay, Fact, FactCategory
+from engram import AdaptiveDecay, ExponentialDecay, Fact
 from engram.behaviour.decay import days_until_expiry, half_life_days
 from engram.clock import MS_PER_DAY
 
@@ -14,19 +15,7 @@ T0 = 1_767_225_600_000
 
 
 def fact(confidence: float, *, ease: float | None = None, count: int = 1) -> Fact:
-    return Fact(
-        id="fact:tool_affinity:x",
-        identity_id="t:u",
-        category=FactCategory.TOOL_AFFINITY,
-        subject="tool_affinity:x",
-        content="x",
-        confidence=confidence,
-        reinforcement_count=count,
-        last_reinforced_at=T0,
-        created_at=T0,
-        updated_at=T0,
-        ease_factor=ease,
-    )
+    return make_fact("tool_affinity:x", confidence=confidence, count=count, at=T0, ease_factor=ease)
 
 
 def first_expired_day(decay: ExponentialDecay, f: Fact) -> int:

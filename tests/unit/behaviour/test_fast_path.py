@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.facts import make_fact
+from tests.support.rounds import one_round
 
-from engram import AdaptiveDecay, ExponentialDecay, Fact, InMemoryBehaviourStore, consolidate
+from engram import AdaptiveDecay, ExponentialDecay, Fact, InMemoryBehaviourStore
 from engram.behaviour.consolidation import with_current_confidence
 from engram.behaviour.decay import numeric_decay
 from engram.behaviour.models import FactCategory, Observation, trusted_fact
@@ -75,14 +77,7 @@ def _rounds(
                     for i, k in enumerate(batch)
                 ],
             )
-            facts = consolidate(
-                ID,
-                observations=store,
-                facts=store,
-                checkpoints=store.checkpoints,
-                decay=decay,
-                now=clock.now_ms(),
-            )
+            facts = one_round(store, clock, decay, ID)
             results.append([f.model_dump() for f in facts])
             clock.advance(days=gap)
         out.append((results[0], results[1]))
@@ -152,17 +147,12 @@ def test_a_round_fenced_out_every_time_answers_with_the_facts_as_read(decay: Any
     store.upsert_batch(
         ID,
         [
-            Fact(
-                id="fact:tool_affinity:a",
-                identity_id=ID,
-                category="tool_affinity",
-                subject="tool_affinity:a",
-                content="x",
+            make_fact(
+                "tool_affinity:a",
+                identity=ID,
                 confidence=0.6,
-                reinforcement_count=2,
-                last_reinforced_at=clock.now_ms(),
-                created_at=clock.now_ms(),
-                updated_at=clock.now_ms(),
+                count=2,
+                at=clock.now_ms(),
                 ease_factor=2.5,
                 round_cursor=0,
             )
@@ -176,14 +166,7 @@ def test_a_round_fenced_out_every_time_answers_with_the_facts_as_read(decay: Any
             )
         ],
     )
-    (fact,) = consolidate(
-        ID,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=decay,
-        now=clock.now_ms(),
-    )
+    (fact,) = one_round(store, clock, decay, ID)
     assert (fact.confidence, fact.reinforcement_count, fact.ease_factor, fact.round_cursor) == (
         0.6,
         2,

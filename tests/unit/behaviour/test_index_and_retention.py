@@ -7,45 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.observations import IDENTITY, MakeObs
 
-from engram import ExponentialDecay, InMemoryBehaviourStore, consolidate
-from engram.behaviour.consolidation import plan_round
+from engram import InMemoryBehaviourStore
 from engram.behaviour.models import Observation, ObservationType
 from engram.behaviour.ports import decode_identity_cursor, encode_identity_cursor
 from engram.behaviour.service import BehaviourService
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import InvalidInput
-
-
-def test_a_round_read_before_an_erasure_cannot_commit_after_it(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = InMemoryBehaviourStore(clock=clock)
-    store.append(IDENTITY, [make_obs("tool_success", "old")])
-    read = store.read_round(IDENTITY)
-    upserts, deletes, _ = plan_round(
-        IDENTITY, read.groups, read.facts, ExponentialDecay(), now=clock.now_ms(), round_cursor=1
-    )
-    store.erase(IDENTITY)
-    store.append(IDENTITY, [make_obs("tool_success", "new")])  # same cursor, version, seq
-    assert not store.commit_round(
-        IDENTITY,
-        read=read,
-        upserts=upserts,
-        deletes=deletes,
-        prune_before_ms=0,
-        hard_prune_before_ms=0,
-        now_ms=clock.now_ms(),
-    )
-    assert store.get(IDENTITY) == []
-    facts = consolidate(
-        IDENTITY,
-        observations=store,
-        facts=store,
-        checkpoints=store.checkpoints,
-        decay=ExponentialDecay(),
-        now=clock.now_ms(),
-    )
-    assert [f.subject for f in facts] == ["tool_affinity:new"]
 
 
 def test_cursor_round_trips_and_rejects_garbage() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from tests.support.facts import make_fact
 
 from engram import InMemoryBehaviourStore, Observation, ObservationType
 from engram.behaviour.models import observation_to_fact_key, parse_observations
@@ -144,20 +145,7 @@ def test_fact_keys_per_type(make_obs: Any) -> None:
 
 
 def test_fact_evolve_is_a_trusted_copy_equal_to_model_copy() -> None:
-    from engram.behaviour.models import Fact, FactCategory
-
-    fact = Fact(
-        id="fact:tool_affinity:x",
-        identity_id="t:u",
-        category=FactCategory.TOOL_AFFINITY,
-        subject="tool_affinity:x",
-        content='Tool "x" works well for this user',
-        confidence=0.5,
-        reinforcement_count=1,
-        last_reinforced_at=1,
-        created_at=1,
-        updated_at=1,
-    )
+    fact = make_fact("tool_affinity:x", content='Tool "x" works well for this user', at=1)
     changes: dict[str, Any] = {"confidence": 0.6, "reinforcement_count": 2, "round_cursor": 9}
     evolved = fact.evolve(**changes)
     assert evolved == fact.model_copy(update=changes)

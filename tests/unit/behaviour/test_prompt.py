@@ -6,6 +6,7 @@ import re
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.support.facts import make_fact
 
 from engram import Fact, FactCategory, format_memory_section
 from engram.behaviour.consolidation import fact_content
@@ -30,18 +31,8 @@ PREFIX = {
 
 def fact(category: FactCategory, name: str, confidence: float = 0.5, count: int = 1) -> Fact:
     subject = PREFIX[category] + name
-    return Fact(
-        id=f"fact:{subject}",
-        identity_id="t:u",
-        category=category,
-        subject=subject,
-        content=fact_content(category, name, subject),
-        confidence=confidence,
-        reinforcement_count=count,
-        last_reinforced_at=T0,
-        created_at=T0,
-        updated_at=T0,
-    )
+    content = fact_content(category, name, subject)
+    return make_fact(subject, confidence=confidence, count=count, at=T0, content=content)
 
 
 def test_empty_facts_give_an_empty_section() -> None:

@@ -4,6 +4,7 @@ expired ones left out; identities read back into team and user."""
 from __future__ import annotations
 
 import pytest
+from tests.support.facts import make_fact
 
 from engram.behaviour.models import Fact, FactCategory
 from engram.identity import identity_id_for, parse_identity_id
@@ -11,18 +12,7 @@ from engram.insights.models import Contribution, contributions
 
 
 def fact(category: FactCategory, name: str) -> Fact:
-    return Fact(
-        id=f"fact:{category.value}:{name}",
-        identity_id="acme:alice",
-        category=category,
-        subject=f"{category.value}:{name}",
-        content="-",
-        confidence=0.5,
-        reinforcement_count=1,
-        last_reinforced_at=0,
-        created_at=0,
-        updated_at=0,
-    )
+    return make_fact(f"{category.value}:{name}", identity="acme:alice", content="-")
 
 
 def test_tools_and_domains_count_at_their_current_confidence_and_expired_ones_do_not() -> None:
