@@ -15,17 +15,8 @@ import anthropic
 import httpx2
 
 from engram.client import EngramClient
-from examples.agent_loop.common import (
-    ENGRAM_TOOLS,
-    AppTool,
-    Script,
-    Turn,
-    engram_from_args,
-    run_app_tool,
-    scripted_http,
-    show,
-    start_turn,
-)
+from examples.agent_loop import common
+from examples.agent_loop.common import ENGRAM_TOOLS, AppTool, Script, Turn, scripted_http
 
 FORMAT = "anthropic"
 MODEL = "claude-3-5-haiku-20241022"
@@ -36,8 +27,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 
 def run_turn(engram: EngramClient, model: anthropic.Anthropic, message: str) -> Turn:
-    turn, exposed = start_turn(engram, message)
-    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
+    turn, tools = common.start_turn(engram, message, FORMAT, definition)
     messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
     while True:
         reply = model.messages.create(
@@ -51,12 +41,10 @@ def run_turn(engram: EngramClient, model: anthropic.Anthropic, message: str) -> 
         for block in reply.content:
             if block.type != "tool_use":
                 continue
-            turn.calls.append(block.name)
             if block.name in ENGRAM_TOOLS:  # the tool_use block as it came, the result as is
-                result = engram.call_tool(block.name, block.to_dict(), format=FORMAT)
-                turn.engram_results.append(result)
+                result = turn.engram_tool(engram, block.name, block.to_dict(), FORMAT)
             else:
-                ok, text = run_app_tool(engram, block.name, dict(block.input))
+                ok, text = turn.app_tool(engram, block.name, dict(block.input))
                 result = {
                     "type": "tool_result",
                     "tool_use_id": block.id,
@@ -76,10 +64,7 @@ def scripted_model(script: Script) -> anthropic.Anthropic:
 
 
 def main(argv: list[str] | None = None) -> int:
-    engram, message = engram_from_args(argv)
-    with engram:
-        show(run_turn(engram, scripted_model(Script(FORMAT)), message))
-    return 0
+    return common.main(FORMAT, run_turn, scripted_model, argv)
 
 
 if __name__ == "__main__":

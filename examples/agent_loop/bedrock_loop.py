@@ -18,16 +18,8 @@ import boto3
 from botocore.stub import Stubber
 
 from engram.client import EngramClient
-from examples.agent_loop.common import (
-    ENGRAM_TOOLS,
-    AppTool,
-    Script,
-    Turn,
-    engram_from_args,
-    run_app_tool,
-    show,
-    start_turn,
-)
+from examples.agent_loop import common
+from examples.agent_loop.common import ENGRAM_TOOLS, AppTool, Script, Turn
 
 FORMAT = "bedrock"
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -39,8 +31,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 
 def run_turn(engram: EngramClient, model: Any, message: str) -> Turn:
-    turn, exposed = start_turn(engram, message)
-    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
+    turn, tools = common.start_turn(engram, message, FORMAT, definition)
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": message}]}]
     while True:
         reply = model.converse(
@@ -59,12 +50,10 @@ def run_turn(engram: EngramClient, model: Any, message: str) -> Turn:
             if "toolUse" not in block:
                 continue
             use = block["toolUse"]
-            turn.calls.append(use["name"])
             if use["name"] in ENGRAM_TOOLS:  # the toolUse block as it came, the result as is
-                result = engram.call_tool(use["name"], block, format=FORMAT)
-                turn.engram_results.append(result)
+                result = turn.engram_tool(engram, use["name"], block, FORMAT)
             else:
-                ok, text = run_app_tool(engram, use["name"], dict(use["input"]))
+                ok, text = turn.app_tool(engram, use["name"], dict(use["input"]))
                 result = {
                     "toolResult": {
                         "toolUseId": use["toolUseId"],
@@ -104,10 +93,7 @@ def scripted_model(script: Script) -> ScriptedConverse:
 
 
 def main(argv: list[str] | None = None) -> int:
-    engram, message = engram_from_args(argv)
-    with engram:
-        show(run_turn(engram, scripted_model(Script(FORMAT)), message))
-    return 0
+    return common.main(FORMAT, run_turn, scripted_model, argv)
 
 
 if __name__ == "__main__":

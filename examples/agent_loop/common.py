@@ -145,15 +145,38 @@ class Turn:
     engram_results: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
 
+    def engram_tool(
+        self, engram: EngramClient, name: str, call: dict[str, Any], fmt: str
+    ) -> dict[str, Any]:
+        """Run one of Engram's tools with the call as the provider sent it; the answer is the
+        tool result to append as it is."""
+        self.calls.append(name)
+        result = engram.call_tool(name, call, format=fmt)
+        self.engram_results.append(result)
+        return result
 
-def start_turn(engram: EngramClient, message: str) -> tuple[Turn, list[AppTool]]:
-    """Session start and catalogue ranking: the system prompt and the app tools to expose."""
+    def app_tool(self, engram: EngramClient, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        """Run one of the app's tools and record its outcome (``run_app_tool``)."""
+        self.calls.append(name)
+        return run_app_tool(engram, name, args)
+
+
+def start_turn(
+    engram: EngramClient,
+    message: str,
+    fmt: str,
+    definition: Callable[[AppTool], dict[str, Any]],
+) -> tuple[Turn, list[dict[str, Any]]]:
+    """Session start and catalogue ranking: the system prompt, and the tools the model sees
+    (Engram's in the provider's format ``fmt``, then the best ``TOP_K`` of the app's as
+    ``definition`` writes them)."""
     session = engram.start_session(query=message)
     system = session.system_prompt(SYSTEM_PROMPT)
     scores = {name: relevance(message, tool) for name, tool in CATALOGUE.items()}
     ranking = engram.rank_tools(scores)
     exposed = [CATALOGUE[name] for name in ranking.names()[:TOP_K]]
-    return Turn(system=system, exposed=[t.name for t in exposed], ranking=ranking), exposed
+    tools = engram.provider_tools(fmt) + [definition(t) for t in exposed]
+    return Turn(system=system, exposed=[t.name for t in exposed], ranking=ranking), tools
 
 
 # --- the scripted model ---------------------------------------------------------------------
@@ -212,3 +235,16 @@ def show(turn: Turn) -> None:
     print(f"exposed app tools (ranked): {', '.join(turn.exposed)}")
     print(f"calls: {', '.join(turn.calls)}")
     print(f"assistant: {turn.text}")
+
+
+def main(
+    fmt: str,
+    run_turn: Callable[[EngramClient, Any, str], Turn],
+    scripted_model: Callable[[Script], Any],
+    argv: list[str] | None = None,
+) -> int:
+    """A loop's command line: one turn against the service with the scripted model."""
+    engram, message = engram_from_args(argv)
+    with engram:
+        show(run_turn(engram, scripted_model(Script(fmt)), message))
+    return 0

@@ -16,17 +16,8 @@ import httpx
 import openai
 
 from engram.client import EngramClient
-from examples.agent_loop.common import (
-    ENGRAM_TOOLS,
-    AppTool,
-    Script,
-    Turn,
-    engram_from_args,
-    run_app_tool,
-    scripted_http,
-    show,
-    start_turn,
-)
+from examples.agent_loop import common
+from examples.agent_loop.common import ENGRAM_TOOLS, AppTool, Script, Turn, scripted_http
 
 FORMAT = "openai_chat"
 MODEL = "gpt-4o-mini"
@@ -38,8 +29,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 
 def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
-    turn, exposed = start_turn(engram, message)
-    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
+    turn, tools = common.start_turn(engram, message, FORMAT, definition)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": turn.system},
         {"role": "user", "content": message},
@@ -58,14 +48,11 @@ def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
         for call in reply.tool_calls:
             if call.type != "function":
                 continue
-            turn.calls.append(call.function.name)
-            if call.function.name in ENGRAM_TOOLS:  # the call as it came, the result as is
-                result = engram.call_tool(call.function.name, call.to_dict(), format=FORMAT)
-                turn.engram_results.append(result)
+            name = call.function.name
+            if name in ENGRAM_TOOLS:  # the call as it came, the result as is
+                result = turn.engram_tool(engram, name, call.to_dict(), FORMAT)
             else:
-                _, text = run_app_tool(
-                    engram, call.function.name, json.loads(call.function.arguments)
-                )
+                _, text = turn.app_tool(engram, name, json.loads(call.function.arguments))
                 result = {"role": "tool", "tool_call_id": call.id, "content": text}
             messages.append(result)
 
@@ -79,10 +66,7 @@ def scripted_model(script: Script) -> openai.OpenAI:
 
 
 def main(argv: list[str] | None = None) -> int:
-    engram, message = engram_from_args(argv)
-    with engram:
-        show(run_turn(engram, scripted_model(Script(FORMAT)), message))
-    return 0
+    return common.main(FORMAT, run_turn, scripted_model, argv)
 
 
 if __name__ == "__main__":

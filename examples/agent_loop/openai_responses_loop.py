@@ -12,21 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import openai
 
 from engram.client import EngramClient
-from examples.agent_loop.common import (
-    ENGRAM_TOOLS,
-    AppTool,
-    Script,
-    Turn,
-    engram_from_args,
-    run_app_tool,
-    scripted_http,
-    show,
-    start_turn,
-)
+from examples.agent_loop import common
+from examples.agent_loop.common import ENGRAM_TOOLS, AppTool, Turn
+from examples.agent_loop.openai_chat_loop import scripted_model  # the same SDK client
 
 FORMAT = "openai_responses"
 MODEL = "gpt-4o-mini"
@@ -43,8 +34,7 @@ def definition(tool: AppTool) -> dict[str, Any]:
 
 
 def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
-    turn, exposed = start_turn(engram, message)
-    tools = engram.provider_tools(FORMAT) + [definition(t) for t in exposed]
+    turn, tools = common.start_turn(engram, message, FORMAT, definition)
     items: list[dict[str, Any]] = [{"role": "user", "content": message}]
     while True:
         response = model.responses.create(
@@ -59,29 +49,16 @@ def run_turn(engram: EngramClient, model: openai.OpenAI, message: str) -> Turn:
             turn.text = response.output_text
             return turn
         for call in calls:
-            turn.calls.append(call.name)
             if call.name in ENGRAM_TOOLS:  # the function_call item as it came, the output as is
-                result = engram.call_tool(call.name, call.to_dict(), format=FORMAT)
-                turn.engram_results.append(result)
+                result = turn.engram_tool(engram, call.name, call.to_dict(), FORMAT)
             else:
-                _, text = run_app_tool(engram, call.name, json.loads(call.arguments))
+                _, text = turn.app_tool(engram, call.name, json.loads(call.arguments))
                 result = {"type": "function_call_output", "call_id": call.call_id, "output": text}
             items.append(result)
 
 
-def scripted_model(script: Script) -> openai.OpenAI:
-    return openai.OpenAI(
-        api_key="scripted",
-        base_url="http://scripted.invalid/v1",
-        http_client=scripted_http(script, httpx),
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
-    engram, message = engram_from_args(argv)
-    with engram:
-        show(run_turn(engram, scripted_model(Script(FORMAT)), message))
-    return 0
+    return common.main(FORMAT, run_turn, scripted_model, argv)
 
 
 if __name__ == "__main__":
