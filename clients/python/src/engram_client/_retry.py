@@ -176,10 +176,8 @@ def send_with_retries(
         except httpx.HTTPError as exc:
             failure = exc
         delay = attempts.wait_s(failure)
-        if delay is None:
-            return attempts.result(failure)
-        if stop.wait(delay):
-            return attempts.result(failure, stopped=True)
+        if delay is None or stop.wait(delay):  # final, or stopped while waiting
+            return attempts.result(failure, stopped=delay is not None)
         attempts.retrying()
 
 
@@ -197,13 +195,16 @@ async def asend_with_retries(
         except httpx.HTTPError as exc:
             failure = exc
         delay = attempts.wait_s(failure)
-        if delay is None:
-            return attempts.result(failure)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-        if stop.is_set():
-            return attempts.result(failure, stopped=True)
+        if delay is None or await _stopped_within(stop, delay):
+            return attempts.result(failure, stopped=delay is not None)
         attempts.retrying()
+
+
+async def _stopped_within(stop: asyncio.Event, delay: float) -> bool:
+    """Wait ``delay`` seconds unless ``stop`` is set first; whether it was."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), delay)
+    return stop.is_set()
 
 
 def _name(failure: Failure) -> str:
