@@ -4,6 +4,7 @@ import { CognitoAuth, REFRESH_MARGIN_MS, SignInError } from "../src/auth/cognito
 import { challengeFor } from "../src/auth/pkce";
 import { SignInRequired } from "../src/auth/tokens";
 import type { CognitoAuthConfig } from "../src/config";
+import { MemoryStorage } from "./support";
 
 const CONFIG: CognitoAuthConfig = {
   mode: "cognito",
@@ -13,19 +14,6 @@ const CONFIG: CognitoAuthConfig = {
   logoutUri: "https://console.example.com/",
   scopes: ["openid", "email", "profile"],
 };
-
-class MemoryStorage {
-  readonly items = new Map<string, string>();
-  getItem(key: string): string | null {
-    return this.items.get(key) ?? null;
-  }
-  setItem(key: string, value: string): void {
-    this.items.set(key, value);
-  }
-  removeItem(key: string): void {
-    this.items.delete(key);
-  }
-}
 
 function jwt(claims: Record<string, unknown>): string {
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");

@@ -5,19 +5,7 @@ import { createApi } from "../src/api";
 import { DevAuth } from "../src/auth/dev-sign-in";
 import { SignInRequired } from "../src/auth/tokens";
 import { parseConfig } from "../src/config";
-
-class MemoryStorage {
-  readonly items = new Map<string, string>();
-  getItem(key: string): string | null {
-    return this.items.get(key) ?? null;
-  }
-  setItem(key: string, value: string): void {
-    this.items.set(key, value);
-  }
-  removeItem(key: string): void {
-    this.items.delete(key);
-  }
-}
+import { MemoryStorage } from "./support";
 
 const token = (claims: Record<string, unknown>) =>
   `e30.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.sig`;

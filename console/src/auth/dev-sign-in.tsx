@@ -72,6 +72,12 @@ export class DevAuth implements Auth {
   }
 }
 
+/** The roles the signed-in token may carry, each a checkbox. */
+const ROLES: { name: "admin" | "teamAdmin"; label: string }[] = [
+  { name: "admin", label: "Global admin" },
+  { name: "teamAdmin", label: "Team admin" },
+];
+
 function Form({ auth, onSignedIn }: DevSignInProps) {
   const [form, setForm] = useState<DevSignInForm>({ user: "", team: "", admin: false, teamAdmin: false });
   const [busy, setBusy] = useState(false);
@@ -118,24 +124,17 @@ function Form({ auth, onSignedIn }: DevSignInProps) {
           onInput={(e) => setForm({ ...form, team: e.currentTarget.value })}
         />
       </label>
-      <label class="check">
-        <input
-          type="checkbox"
-          name="admin"
-          checked={form.admin}
-          onChange={(e) => setForm({ ...form, admin: e.currentTarget.checked })}
-        />
-        Global admin
-      </label>
-      <label class="check">
-        <input
-          type="checkbox"
-          name="teamAdmin"
-          checked={form.teamAdmin}
-          onChange={(e) => setForm({ ...form, teamAdmin: e.currentTarget.checked })}
-        />
-        Team admin
-      </label>
+      {ROLES.map(({ name, label }) => (
+        <label class="check" key={name}>
+          <input
+            type="checkbox"
+            name={name}
+            checked={form[name]}
+            onChange={(e) => setForm({ ...form, [name]: e.currentTarget.checked })}
+          />
+          {label}
+        </label>
+      ))}
       {error !== null && (
         <p role="alert" class="error">
           {error}

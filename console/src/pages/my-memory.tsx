@@ -6,7 +6,7 @@ import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { CATEGORY_LABELS, plural, SCOPE_LABELS, STATUS_LABELS, when } from "../ui/format";
 import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
-import { Empty, ErrorNotice, Flash, Loading, useFlash, useLoad } from "../ui/states";
+import { Empty, ErrorNotice, Flash, Loading, useAction, useEditor, useFlash, useLoad } from "../ui/states";
 
 type Fact = components["schemas"]["FactOut"];
 type Receipt = components["schemas"]["ErasureReceipt"];
@@ -95,6 +95,18 @@ interface Filters {
   status: Status | "";
 }
 
+/** The list's two filters, each "any" first and then its values in this order. */
+const FILTERS: { field: keyof Filters; label: string; any: string; values: string[]; labels: Record<string, string> }[] = [
+  { field: "scope", label: "Scope", any: "All scopes", values: ["user", "persona_user", "persona"], labels: SCOPE_LABELS },
+  {
+    field: "status",
+    label: "Status",
+    any: "Any status",
+    values: ["active", "archived", "pending_review", "rejected"],
+    labels: STATUS_LABELS,
+  },
+];
+
 function Memories({ flash }: { flash: (message: string) => void }) {
   const [filters, setFilters] = useState<Filters>({ scope: "", status: "" });
   const [search, setSearch] = useState("");
@@ -109,25 +121,19 @@ function Memories({ flash }: { flash: (message: string) => void }) {
           Search memories
           <input type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="key or value" />
         </label>
-        <label>
-          Scope
-          <select value={filters.scope} onChange={(e) => setFilters({ ...filters, scope: e.currentTarget.value as Filters["scope"] })}>
-            <option value="">All scopes</option>
-            <option value="user">{SCOPE_LABELS.user}</option>
-            <option value="persona_user">{SCOPE_LABELS.persona_user}</option>
-            <option value="persona">{SCOPE_LABELS.persona}</option>
-          </select>
-        </label>
-        <label>
-          Status
-          <select value={filters.status} onChange={(e) => setFilters({ ...filters, status: e.currentTarget.value as Filters["status"] })}>
-            <option value="">Any status</option>
-            <option value="active">{STATUS_LABELS.active}</option>
-            <option value="archived">{STATUS_LABELS.archived}</option>
-            <option value="pending_review">{STATUS_LABELS.pending_review}</option>
-            <option value="rejected">{STATUS_LABELS.rejected}</option>
-          </select>
-        </label>
+        {FILTERS.map(({ field, label, any, values, labels }) => (
+          <label key={field}>
+            {label}
+            <select value={filters[field]} onChange={(e) => setFilters({ ...filters, [field]: e.currentTarget.value })}>
+              <option value="">{any}</option>
+              {values.map((value) => (
+                <option key={value} value={value}>
+                  {labels[value]}
+                </option>
+              ))}
+            </select>
+          </label>
+        ))}
       </div>
       <MemoryList
         key={`${filters.scope}/${filters.status}`}
@@ -262,34 +268,15 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
   onShowConversation: ((conversation: string) => void) | undefined;
 }) {
   const { api, identity } = useSession();
-  const [editing, setEditing] = useState(false);
-  const editButton = useRef<HTMLButtonElement>(null);
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    // back from the editor: focus returns to the button that opened it
-    if (wasEditing.current && !editing) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
+  const { editing, setEditing, editButton } = useEditor();
   const [showHistory, setShowHistory] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, act } = useAction();
   const mine =
     memory.scope === "user"
       ? memory.ownerId === identity.userId
       : memory.scope === "persona_user" && memory.userId === identity.userId;
   const name = memory.key;
 
-  const act = async (work: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await work();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
   const reload = () =>
     act(async () => {
       try {
@@ -420,12 +407,9 @@ function download(filename: string, content: string): void {
 
 function Export({ flash }: { flash: (message: string) => void }) {
   const { api, identity } = useSession();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const run = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+  const { busy, error, act } = useAction();
+  const run = () =>
+    act(async () => {
       const data = await unwrap(api.api.GET("/v1/me/export"));
       const day = new Date(data.exportedAt).toISOString().slice(0, 10);
       const filename = `engram-export-${identity.teamId}-${identity.userId}-${day}.json`.replace(/[^A-Za-z0-9._-]/g, "_");
@@ -433,12 +417,7 @@ function Export({ flash }: { flash: (message: string) => void }) {
       flash(
         `Downloaded ${filename}: ${plural(data.memories.length, "memory", "memories")}, ${plural(data.facts.length, "fact")}, ${plural(data.observations.length, "observation")}.`,
       );
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section class="card stack" aria-labelledby="export-title">
       <h2 id="export-title">Export</h2>

@@ -1,11 +1,11 @@
 import { isEngramApiError, type Memory, unwrap } from "@engram/client";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { plural, when } from "../ui/format";
 import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
-import { Empty, ErrorNotice, Flash, Loading, useFlash } from "../ui/states";
+import { Empty, ErrorNotice, Flash, Loading, useAction, useEditor, useFlash } from "../ui/states";
 
 const PAGE = 50;
 const REVIEW_SCOPES: Record<string, string> = {
@@ -222,31 +222,12 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
   onChanged: (memory: Memory) => void;
 }) {
   const { api } = useSession();
-  const [editing, setEditing] = useState(false);
-  const editButton = useRef<HTMLButtonElement>(null);
-  const wasEditing = useRef(false);
-  useEffect(() => {
-    // back from the editor: focus returns to the button that opened it
-    if (wasEditing.current && !editing) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
+  const { editing, setEditing, editButton } = useEditor();
   const [history, setHistory] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, act } = useAction();
   const name = memory.key;
   const path = { path: { id: memory.id } };
 
-  const act = async (work: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await work();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
   const approve = () =>
     act(async () => {
       const approved = await unwrap(api.api.POST("/v1/review/{id}/approve", { params: path, body: {} }));

@@ -1,10 +1,11 @@
 import type { components } from "@engram/client";
 import { unwrap } from "@engram/client";
+import { Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import { useSession } from "../session";
 import { when } from "../ui/format";
-import { Empty, ErrorNotice, Flash, Loading, useFlash, useLoad } from "../ui/states";
+import { Empty, ErrorNotice, Flash, Invalid, Loading, useAction, useFlash, useLoad } from "../ui/states";
 
 type Persona = components["schemas"]["PersonaResponse"];
 type Retention = components["schemas"]["RetentionRule"];
@@ -60,6 +61,12 @@ function retentionOf(draft: RetentionDraft): Retention | string {
   return { archiveAfterDays: archive, deleteArchivedAfterDays: remove };
 }
 
+/** The two retention rules, each a number of days typed into its own field. */
+const RETENTION_RULES: { field: keyof RetentionDraft; suffix: string; label: string }[] = [
+  { field: "archiveAfterDays", suffix: "archive", label: "Archive active memories not updated for (days)" },
+  { field: "deleteArchivedAfterDays", suffix: "delete", label: "Delete archived memories not updated for (days)" },
+];
+
 function RetentionFields({ idPrefix, draft, onChange, scope }: {
   idPrefix: string;
   draft: RetentionDraft;
@@ -70,28 +77,21 @@ function RetentionFields({ idPrefix, draft, onChange, scope }: {
     <fieldset class="stack">
       <legend>Retention</legend>
       <p class="muted">Applies to {scope}. Leave a field empty for no such rule.</p>
-      <label for={`${idPrefix}-archive`}>Archive active memories not updated for (days)</label>
-      <input
-        id={`${idPrefix}-archive`}
-        type="number"
-        inputMode="numeric"
-        min={1}
-        max={MAX_DAYS}
-        step={1}
-        value={draft.archiveAfterDays}
-        onInput={(e) => onChange({ ...draft, archiveAfterDays: e.currentTarget.value })}
-      />
-      <label for={`${idPrefix}-delete`}>Delete archived memories not updated for (days)</label>
-      <input
-        id={`${idPrefix}-delete`}
-        type="number"
-        inputMode="numeric"
-        min={1}
-        max={MAX_DAYS}
-        step={1}
-        value={draft.deleteArchivedAfterDays}
-        onInput={(e) => onChange({ ...draft, deleteArchivedAfterDays: e.currentTarget.value })}
-      />
+      {RETENTION_RULES.map(({ field, suffix, label }) => (
+        <Fragment key={field}>
+          <label for={`${idPrefix}-${suffix}`}>{label}</label>
+          <input
+            id={`${idPrefix}-${suffix}`}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            max={MAX_DAYS}
+            step={1}
+            value={draft[field]}
+            onInput={(e) => onChange({ ...draft, [field]: e.currentTarget.value })}
+          />
+        </Fragment>
+      ))}
     </fieldset>
   );
 }
@@ -103,8 +103,7 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
   const team = useLoad(() => unwrap(api.api.GET("/v1/settings/team")), [api]);
   const [memoryEnabled, setMemoryEnabled] = useState(true);
   const [retention, setRetention] = useState<RetentionDraft>(draftOf(null));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, act, clearError } = useAction();
   const [invalid, setInvalid] = useState<string | null>(null);
   useEffect(() => {
     if (team.state === "ready") {
@@ -121,17 +120,11 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
       return;
     }
     setInvalid(null);
-    setBusy(true);
-    setError(null);
-    try {
+    await act(async () => {
       await unwrap(api.api.PUT("/v1/settings/team", { body: { memoryEnabled, retention: rules } }));
       flash(`Saved the settings of team ${identity.teamId}: memory ${memoryEnabled ? "on" : "off"}.`);
       team.reload();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -150,12 +143,8 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
             kept.
           </p>
           <RetentionFields idPrefix="team" draft={retention} onChange={setRetention} scope="every memory of the team" />
-          {invalid !== null && (
-            <p role="alert" class="error">
-              {invalid}
-            </p>
-          )}
-          {error !== null && <ErrorNotice error={error} onRetry={() => setError(null)} retryLabel="Dismiss" />}
+          <Invalid message={invalid} />
+          {error !== null && <ErrorNotice error={error} onRetry={clearError} retryLabel="Dismiss" />}
           <div class="actions">
             <button type="submit" class="primary" disabled={busy}>
               {busy ? "Saving…" : "Save team settings"}
@@ -233,11 +222,7 @@ function Personas({ flash }: { flash: (message: string) => void }) {
           New persona id
           <input value={newId} maxLength={128} onInput={(e) => setNewId(e.currentTarget.value)} placeholder="e.g. helpdesk" />
         </label>
-        {invalid !== null && (
-          <p role="alert" class="error">
-            {invalid}
-          </p>
-        )}
+        <Invalid message={invalid} />
         <div>
           <button type="submit">Add persona</button>
         </div>
@@ -253,8 +238,7 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
   const [extraction, setExtraction] = useState(persona.extraction.enabled);
   const [prompt, setPrompt] = useState(persona.extraction.prompt ?? "");
   const [retention, setRetention] = useState<RetentionDraft>(draftOf(persona.retention));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const { busy, error, act, clearError } = useAction();
   const [invalid, setInvalid] = useState<string | null>(null);
   const id = `persona-${persona.personaId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
 
@@ -271,9 +255,7 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
       return;
     }
     setInvalid(null);
-    setBusy(true);
-    setError(null);
-    try {
+    await act(async () => {
       const saved = await unwrap(
         api.api.PUT("/v1/personas/{personaId}", {
           params: { path: { personaId: persona.personaId } },
@@ -286,11 +268,7 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
         }),
       );
       onSaved(saved);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -331,12 +309,8 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
         What the extractor should look for. Empty: the default prompt. At most {MAX_PROMPT} characters.
       </p>
       <RetentionFields idPrefix={id} draft={retention} onChange={setRetention} scope="this persona's memories" />
-      {invalid !== null && (
-        <p role="alert" class="error">
-          {invalid}
-        </p>
-      )}
-      {error !== null && <ErrorNotice error={error} onRetry={() => setError(null)} retryLabel="Dismiss" />}
+      <Invalid message={invalid} />
+      {error !== null && <ErrorNotice error={error} onRetry={clearError} retryLabel="Dismiss" />}
       <div class="actions">
         <button type="submit" class="primary" disabled={busy} aria-label={`Save persona ${persona.personaId}`}>
           {busy ? "Saving…" : "Save persona"}

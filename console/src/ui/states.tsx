@@ -1,4 +1,4 @@
-import type { ComponentChildren } from "preact";
+import type { ComponentChildren, RefObject } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 
 import { describeError, type Problem } from "../api";
@@ -51,6 +51,56 @@ export function ErrorNotice({ error, onRetry, retryLabel = "Try again" }: {
         )
       )}
     </div>
+  );
+}
+
+/** What the person started and is waiting for: `act(work)` runs it, `busy` while it runs, and the
+ * `error` it failed with (cleared when the next one starts, or by `clearError`). */
+export function useAction(): {
+  busy: boolean;
+  error: unknown;
+  act: (work: () => Promise<void>) => Promise<void>;
+  clearError: () => void;
+} {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const act = async (work: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await work();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, act, clearError: () => setError(null) };
+}
+
+/** Whether an item's editor is open, and the ref of the button that opens it: when the editor
+ * closes, focus returns to that button. */
+export function useEditor(): {
+  editing: boolean;
+  setEditing: (on: boolean) => void;
+  editButton: RefObject<HTMLButtonElement>;
+} {
+  const [editing, setEditing] = useState(false);
+  const editButton = useRef<HTMLButtonElement>(null);
+  const wasEditing = useRef(false);
+  useEffect(() => {
+    if (wasEditing.current && !editing) editButton.current?.focus();
+    wasEditing.current = editing;
+  }, [editing]);
+  return { editing, setEditing, editButton };
+}
+
+/** What the person typed that cannot be sent, said next to the form (nothing when all is well). */
+export function Invalid({ message }: { message: string | null }) {
+  return message === null ? null : (
+    <p role="alert" class="error">
+      {message}
+    </p>
   );
 }
 
