@@ -17,7 +17,6 @@ from aws_cdk import App, Stack, Tags
 from infra.bundling import REPO_ROOT
 from infra.config import LAMBDA_FUNCTIONS, StageConfig, stage_config
 from infra.console_assets import ConsoleBuildError, console_assets
-from infra.constructs.functions import DataEndpoints
 from infra.constructs.nag import enable_aws_solutions
 from infra.stacks.data import DataStack
 from infra.stacks.monitoring import MonitoringStack
@@ -75,17 +74,7 @@ def build_stage(
         repo_root=repo_root,
         vpc=network.vpc,
         functions_sg=network.functions_sg,
-        data=DataEndpoints(
-            database_url=data.database_url,
-            database_secret=data.database_secret,
-            database_app_secret=data.database_app_secret,
-            database_cluster=data.cluster,
-            proxy=data.proxy,
-            redis_url=data.redis_url,
-            cache_key_prefix=data.cache_key_prefix,
-            cache_user_id=data.cache_user_id,
-            cache_secret=data.cache_secret,
-        ),
+        data=data.endpoints,
         console_assets=console_assets,
         description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",
         termination_protection=protect,

@@ -215,20 +215,24 @@ class Alarms:
         cache: elasticache.CfnServerlessCache,
     ) -> None:
         config = self._config
-        self.alarm(
-            "AuroraAcuUtilization",
-            cluster.metric_acu_utilization(period=FIVE_MINUTES, statistic="Maximum"),
-            config.alarm_aurora_acu_utilization_percent,
-            "Aurora near its maximum ACUs (raise aurora_max_acu)",
-            periods=3,
+        aurora = (
+            (
+                "AuroraAcuUtilization",
+                cluster.metric_acu_utilization,
+                config.alarm_aurora_acu_utilization_percent,
+                "Aurora near its maximum ACUs (raise aurora_max_acu)",
+            ),
+            (
+                "AuroraConnections",
+                cluster.metric_database_connections,
+                config.alarm_database_connections,
+                "connections to Aurora",
+            ),
         )
-        self.alarm(
-            "AuroraConnections",
-            cluster.metric_database_connections(period=FIVE_MINUTES, statistic="Maximum"),
-            config.alarm_database_connections,
-            "connections to Aurora",
-            periods=3,
-        )
+        for id, metric, threshold, what in aurora:  # the highest of each 5 minutes, 15 minutes long
+            self.alarm(
+                id, metric(period=FIVE_MINUTES, statistic="Maximum"), threshold, what, periods=3
+            )
         self.alarm(
             "ProxyAvailability",
             cloudwatch.Metric(

@@ -7,9 +7,6 @@ when refused. No deploy is part of a rotation."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -17,9 +14,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 
 from constructs import Construct
 from infra.bundling import app_function
-from infra.config import CACHE_ROTATION_FUNCTION, FunctionConfig, StageConfig
-from infra.constructs.function import FunctionFactory
-from infra.constructs.functions import DataEndpoints
+from infra.config import CACHE_ROTATION_FUNCTION, FunctionConfig
+from infra.constructs.functions import Functions
 
 CACHE_ROTATION_TIMEOUT_S = 900
 """One rotation step may wait for the ElastiCache user to be active before and after
@@ -30,22 +26,14 @@ class CacheRotation:
     """The rotation function and the cache secret's rotation schedule, built directly in
     ``scope`` (the stack)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        *,
-        config: StageConfig,
-        repo_root: Path,
-        factory: FunctionFactory,
-        base_env: Mapping[str, str],
-        redis_env: Mapping[str, str],
-        data: DataEndpoints,
-    ) -> None:
-        rotation = factory.make(
-            app_function(CACHE_ROTATION_FUNCTION, repo_root),
+    def __init__(self, scope: Construct, *, functions: Functions) -> None:
+        config, data = functions.config, functions.data
+        redis_env = functions.redis_env
+        rotation = functions.factory.make(
+            app_function(CACHE_ROTATION_FUNCTION, functions.repo_root),
             FunctionConfig(memory_mb=256, timeout_s=CACHE_ROTATION_TIMEOUT_S),
             {
-                **base_env,
+                **functions.base_env,
                 **{k: v for k, v in redis_env.items() if k != "ENGRAM_REDIS_SECRET_ARN"},
                 "ENGRAM_REDIS_USER_ID": data.cache_user_id,
             },

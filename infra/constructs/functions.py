@@ -63,8 +63,8 @@ class DataEndpoints:
 
 class Functions:
     """The API, queue and schedule functions of ``LAMBDA_FUNCTIONS``, built directly in
-    ``scope`` (the stack); ``factory`` makes any further function the same way, and
-    ``base_env`` / ``redis_env`` are the environment parts they share."""
+    ``scope`` (the stack); ``factory`` makes any further function the same way (from
+    ``repo_root``), and ``base_env`` / ``redis_env`` are the environment parts they share."""
 
     def __init__(
         self,
@@ -81,6 +81,7 @@ class Functions:
         service_scope: str,
     ) -> None:
         self.config = config
+        self.repo_root = repo_root
         self.data = data
         self.queues = queues
         self.domain_events = domain_events

@@ -4,38 +4,29 @@ exist and before any service function is updated."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from aws_cdk import Duration, triggers
 from aws_cdk import aws_lambda as lambda_
 
 from constructs import Construct
 from infra.bundling import migrate_function
-from infra.config import FunctionConfig, StageConfig
-from infra.constructs.function import FunctionFactory
-from infra.constructs.functions import DataEndpoints
+from infra.config import FunctionConfig
+from infra.constructs.functions import Functions
 
 
 class Migration:
     """The migrate function and its trigger, built directly in ``scope`` (the stack)."""
 
     def __init__(
-        self,
-        scope: Construct,
-        *,
-        config: StageConfig,
-        repo_root: Path,
-        factory: FunctionFactory,
-        base_env: Mapping[str, str],
-        data: DataEndpoints,
-        before: Sequence[lambda_.Function],
+        self, scope: Construct, *, functions: Functions, before: Sequence[lambda_.Function]
     ) -> None:
-        migrate = factory.make(
-            migrate_function(repo_root),
+        config, data = functions.config, functions.data
+        migrate = functions.factory.make(
+            migrate_function(functions.repo_root),
             FunctionConfig(memory_mb=512, timeout_s=config.migration_timeout_s),
             {
-                **base_env,
+                **functions.base_env,
                 "ENGRAM_DATABASE_URL": data.database_url,
                 # the master logs in to migrate and to create or update the login role
                 "ENGRAM_DATABASE_SECRET_ARN": data.database_secret.secret_arn,

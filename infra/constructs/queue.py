@@ -57,20 +57,21 @@ class Queues:
     Built directly in ``scope`` (the stack), as every concern of the service is."""
 
     def __init__(self, scope: Construct, *, config: StageConfig) -> None:
-        self.ingest = QueueWithDlq(
-            scope,
-            "IngestQueue",
-            queue_name=f"engram-{config.name}-ingest",
-            visibility_timeout_s=config.ingest_visibility_timeout_s,
-            max_receive_count=config.max_receive_count,
-            dlq_retention_days=config.dlq_retention_days,
-            max_message_size_bytes=config.ingest_max_message_bytes,
+        def work_queue(
+            kind: str, visibility_timeout_s: int, max_message_size_bytes: int | None = None
+        ) -> QueueWithDlq:
+            """``engram-<stage>-<kind>``: the redrive and DLQ retention are the stage's."""
+            return QueueWithDlq(
+                scope,
+                f"{kind.title()}Queue",
+                queue_name=f"engram-{config.name}-{kind}",
+                visibility_timeout_s=visibility_timeout_s,
+                max_receive_count=config.max_receive_count,
+                dlq_retention_days=config.dlq_retention_days,
+                max_message_size_bytes=max_message_size_bytes,
+            )
+
+        self.ingest = work_queue(
+            "ingest", config.ingest_visibility_timeout_s, config.ingest_max_message_bytes
         )
-        self.extraction = QueueWithDlq(
-            scope,
-            "ExtractionQueue",
-            queue_name=f"engram-{config.name}-extraction",
-            visibility_timeout_s=config.extraction_visibility_timeout_s,
-            max_receive_count=config.max_receive_count,
-            dlq_retention_days=config.dlq_retention_days,
-        )
+        self.extraction = work_queue("extraction", config.extraction_visibility_timeout_s)

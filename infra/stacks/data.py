@@ -16,6 +16,7 @@ from infra.config import StageConfig
 from infra.constructs.cache import Cache
 from infra.constructs.common import removal_policy
 from infra.constructs.database import Database
+from infra.constructs.functions import DataEndpoints
 from infra.stacks.network import APP_SUBNETS
 
 
@@ -42,10 +43,6 @@ class DataStack(Stack):
             functions_sg=functions_sg,
             endpoints_sg=endpoints_sg,
         )
-        self.cluster, self.proxy = database.cluster, database.proxy
-        self.database_secret = database.database_secret
-        self.database_app_secret = database.database_app_secret
-        self.database_url = database.database_url
         cache = Cache(
             self,
             config=config,
@@ -53,9 +50,19 @@ class DataStack(Stack):
             subnet_ids=vpc.select_subnets(subnet_type=APP_SUBNETS).subnet_ids,
             functions_sg=functions_sg,
         )
-        self.cache, self.cache_secret = cache.cache, cache.secret
-        self.cache_key_prefix, self.cache_user_id = cache.key_prefix, cache.user_id
-        self.redis_url = cache.redis_url
+        self.cluster, self.proxy, self.cache = database.cluster, database.proxy, cache.cache
+        self.endpoints = DataEndpoints(
+            database_url=database.database_url,
+            database_secret=database.database_secret,
+            database_app_secret=database.database_app_secret,
+            database_cluster=database.cluster,
+            proxy=database.proxy,
+            redis_url=cache.redis_url,
+            cache_key_prefix=cache.key_prefix,
+            cache_user_id=cache.user_id,
+            cache_secret=cache.secret,
+        )
+        """What the service stack needs of this one."""
 
         # Everything holding data or credentials follows the stage's retention value, including
         # the secret the cluster generates for itself and the subnet group a kept cluster is in.

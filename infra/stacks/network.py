@@ -66,21 +66,17 @@ class NetworkStack(Stack):
             traffic_type=ec2.FlowLogTrafficType.REJECT,
         )
 
+        def closed_group(id: str, description: str) -> ec2.SecurityGroup:
+            """A security group with no egress but the rules added to it."""
+            return ec2.SecurityGroup(
+                self, id, vpc=self.vpc, description=description, allow_all_outbound=False
+            )
+
         # The functions' security group: egress only to what they must reach. The data stack
         # adds egress to the cache and the proxy (and their ingress from this group).
-        self.functions_sg = ec2.SecurityGroup(
-            self,
-            "FunctionsSg",
-            vpc=self.vpc,
-            description="Engram Lambda functions",
-            allow_all_outbound=False,
-        )
-        self.endpoints_sg = ec2.SecurityGroup(
-            self,
-            "EndpointsSg",
-            vpc=self.vpc,
-            description="Engram VPC interface endpoints (HTTPS from the functions only)",
-            allow_all_outbound=False,
+        self.functions_sg = closed_group("FunctionsSg", "Engram Lambda functions")
+        self.endpoints_sg = closed_group(
+            "EndpointsSg", "Engram VPC interface endpoints (HTTPS from the functions only)"
         )
         self.endpoints_sg.add_ingress_rule(
             self.functions_sg, ec2.Port.tcp(443), "HTTPS from Engram functions"

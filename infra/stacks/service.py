@@ -90,25 +90,9 @@ class ServiceStack(Stack):
         self.functions = functions.functions
         schedules = Schedules(self, config=config, functions=self.functions)
         self.maintenance_failures = schedules.maintenance_failures
-        migration = Migration(
-            self,
-            config=config,
-            repo_root=repo_root,
-            factory=functions.factory,
-            base_env=functions.base_env,
-            data=data,
-            before=list(self.functions.values()),
-        )
+        migration = Migration(self, functions=functions, before=list(self.functions.values()))
         self.migration, self.migrate_function = migration.trigger, migration.function
-        self.cache_rotation_function = CacheRotation(
-            self,
-            config=config,
-            repo_root=repo_root,
-            factory=functions.factory,
-            base_env=functions.base_env,
-            redis_env=functions.redis_env,
-            data=data,
-        ).function
+        self.cache_rotation_function = CacheRotation(self, functions=functions).function
         http_api = HttpApi(self, config=config, identity=self.identity, functions=self.functions)
         self.authorizer, self.api, self.stage = http_api.authorizer, http_api.api, http_api.stage
         if self.console is not None:
