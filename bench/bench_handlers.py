@@ -206,35 +206,26 @@ def _observations(identity: str, count: int, now_ms: int, salt: str) -> list[Any
         slot = i % FACTS
         if slot < 40:
             tool = f"tool_{slot}"
-            obs = Observation(
-                id=f"{salt}-{i}",
-                identity_id=identity,
-                type=ObservationType.TOOL_SUCCESS,
-                content=f"{tool} ok",
-                metadata={"toolName": tool, "durationMs": 50},
-                created_at=now_ms,
-            )
+            kind, content = ObservationType.TOOL_SUCCESS, f"{tool} ok"
+            metadata: dict[str, Any] = {"toolName": tool, "durationMs": 50}
         elif slot < 190:
             entity = f"ACC-{slot}"
-            obs = Observation(
-                id=f"{salt}-{i}",
-                identity_id=identity,
-                type=ObservationType.ENTITY_ACCESS,
-                content=f"opened {entity}",
-                metadata={"entityType": "account", "entityId": entity, "entityName": entity},
-                created_at=now_ms,
-            )
+            kind, content = ObservationType.ENTITY_ACCESS, f"opened {entity}"
+            metadata = {"entityType": "account", "entityId": entity, "entityName": entity}
         else:
             domain = f"domain{slot}"
-            obs = Observation(
+            kind, content = ObservationType.QUERY_PATTERN, f"about {domain}"
+            metadata = {"domain": domain, "query": content}
+        out.append(
+            Observation(
                 id=f"{salt}-{i}",
                 identity_id=identity,
-                type=ObservationType.QUERY_PATTERN,
-                content=f"about {domain}",
-                metadata={"domain": domain, "query": f"about {domain}"},
+                type=kind,
+                content=content,
+                metadata=metadata,
                 created_at=now_ms,
             )
-        out.append(obs)
+        )
     return out
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from aws_cdk import App, Stack, Tags
 
@@ -22,6 +23,8 @@ from infra.stacks.data import DataStack
 from infra.stacks.monitoring import MonitoringStack
 from infra.stacks.network import NetworkStack
 from infra.stacks.service import ServiceStack
+
+S = TypeVar("S", bound=Stack)
 
 
 @dataclass(frozen=True)
@@ -48,44 +51,38 @@ def build_stage(
 ) -> EngramStage:
     """Add the four stacks of ``config``'s stage to ``app`` (env-agnostic: no lookups);
     ``console_assets``: the console's AWS build the service stack hosts (none: no console)."""
-    prefix = f"Engram-{config.name}"
     protect = config.deletion_protection
-    network = NetworkStack(
-        app,
-        f"{prefix}-Network",
-        config=config,
-        description=f"Engram {config.name}: VPC and endpoints",
-        termination_protection=protect,
-    )
-    data = DataStack(
-        app,
-        f"{prefix}-Data",
-        config=config,
+
+    def stack(kind: Callable[..., S], name: str, what: str, **kwargs: Any) -> S:
+        """``Engram-<stage>-<name>``, described as holding ``what``."""
+        description = f"Engram {config.name}: {what}"
+        return kind(
+            app, f"Engram-{config.name}-{name}", config=config, description=description, **kwargs
+        )
+
+    network = stack(NetworkStack, "Network", "VPC and endpoints", termination_protection=protect)
+    data = stack(
+        DataStack,
+        "Data",
+        "Aurora PostgreSQL, RDS Proxy, ElastiCache",
         vpc=network.vpc,
         functions_sg=network.functions_sg,
         endpoints_sg=network.endpoints_sg,
-        description=f"Engram {config.name}: Aurora PostgreSQL, RDS Proxy, ElastiCache",
         termination_protection=protect,
     )
-    service = ServiceStack(
-        app,
-        f"{prefix}-Service",
-        config=config,
+    service = stack(
+        ServiceStack,
+        "Service",
+        "functions, HTTP API, Cognito, queues, schedules",
         repo_root=repo_root,
         vpc=network.vpc,
         functions_sg=network.functions_sg,
         data=data.endpoints,
         console_assets=console_assets,
-        description=f"Engram {config.name}: functions, HTTP API, Cognito, queues, schedules",
         termination_protection=protect,
     )
-    monitoring = MonitoringStack(
-        app,
-        f"{prefix}-Monitoring",
-        config=config,
-        service=service,
-        data=data,
-        description=f"Engram {config.name}: alarms and dashboard",
+    monitoring = stack(
+        MonitoringStack, "Monitoring", "alarms and dashboard", service=service, data=data
     )
     # CloudFormation rejects tags on proxy target groups although CDK offers them.
     untaggable = ["AWS::RDS::DBProxyTargetGroup"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Aws, Fn, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
@@ -70,23 +72,23 @@ def allow_tcp(
     """Ingress on ``target`` from ``source`` and the matching egress on ``source`` for the tcp
     port range ``ports``, both kept in ``scope``'s stack (so cross-stack groups make no cycle)."""
     from_port, to_port = ports
+    rule: dict[str, Any] = {
+        "ip_protocol": "tcp",
+        "from_port": from_port,
+        "to_port": to_port,
+        "description": f"{id}: tcp {from_port}-{to_port}",
+    }
     ec2.CfnSecurityGroupIngress(
         scope,
         f"{id}In",
         group_id=target.security_group_id,
         source_security_group_id=source.security_group_id,
-        ip_protocol="tcp",
-        from_port=from_port,
-        to_port=to_port,
-        description=f"{id}: tcp {from_port}-{to_port}",
+        **rule,
     )
     ec2.CfnSecurityGroupEgress(
         scope,
         f"{id}Out",
         group_id=source.security_group_id,
         destination_security_group_id=target.security_group_id,
-        ip_protocol="tcp",
-        from_port=from_port,
-        to_port=to_port,
-        description=f"{id}: tcp {from_port}-{to_port}",
+        **rule,
     )

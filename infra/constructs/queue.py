@@ -3,6 +3,8 @@ service's work queues."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 
@@ -25,25 +27,27 @@ class QueueWithDlq(Construct):
         max_message_size_bytes: int | None = None,
     ) -> None:
         super().__init__(scope, id)
-        # the DLQ takes what the queue takes: a message redriven either way always fits
+        # the DLQ takes what the queue takes (a message redriven either way always fits), both
+        # encrypted and TLS-only
+        alike: dict[str, Any] = {
+            "max_message_size_bytes": max_message_size_bytes,
+            "encryption": sqs.QueueEncryption.SQS_MANAGED,
+            "enforce_ssl": True,
+        }
         self.dlq = sqs.Queue(
             self,
             "Dlq",
             queue_name=f"{queue_name}-dlq",
-            max_message_size_bytes=max_message_size_bytes,
             retention_period=Duration.days(dlq_retention_days),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            **alike,
         )
         self.queue = sqs.Queue(
             self,
             "Queue",
             queue_name=queue_name,
-            max_message_size_bytes=max_message_size_bytes,
             visibility_timeout=Duration.seconds(visibility_timeout_s),
             retention_period=Duration.days(4),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            **alike,
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dlq, max_receive_count=max_receive_count
             ),
