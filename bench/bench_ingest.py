@@ -80,18 +80,21 @@ def dist(values: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(values), 3), "p99": pct(values, 0.99), "n": len(values)}
 
 
-def observations(identity: str, n: int) -> list[Observation]:
+def observations(identity: str, n: int, *, tools: int = 50, start: int = 0) -> list[Observation]:
+    """``n`` tool successes of ``identity`` a millisecond apart, naming ``tools`` tools in turn
+    from the ``start``-th."""
     now = int(time.time() * 1000)
+    named = [f"tool_{(start + i) % tools}" for i in range(n)]
     return [
         Observation.model_construct(
             id=uuid.uuid4().hex,
             identity_id=identity,
             type=ObservationType.TOOL_SUCCESS,
-            content=f"tool_{i % 50} ok",
-            metadata={"toolName": f"tool_{i % 50}", "durationMs": 12},
+            content=f"{tool} ok",
+            metadata={"toolName": tool, "durationMs": 12},
             created_at=now + i,
         )
-        for i in range(n)
+        for i, tool in enumerate(named)
     ]
 
 

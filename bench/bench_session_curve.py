@@ -26,9 +26,9 @@ import httpx
 import redis
 
 from bench.bench_consolidation import redis_url
+from bench.bench_ingest import observations
 from bench.local import embedded_postgres, serve
 from engram.adapters.redis_behaviour import RedisBehaviourStore
-from engram.behaviour.models import Observation, ObservationType
 
 QUICK = os.environ.get("ENGRAM_BENCH_QUICK") == "1"
 PENDING = (10, 100, 1_000, 10_000)
@@ -50,21 +50,6 @@ def dist(values: list[float]) -> dict[str, float]:
         "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
         "n": len(ordered),
     }
-
-
-def batch(identity: str, n: int, facts: int, start: int) -> list[Observation]:
-    now = int(time.time() * 1000)
-    return [
-        Observation.model_construct(
-            id=uuid.uuid4().hex,
-            identity_id=identity,
-            type=ObservationType.TOOL_SUCCESS,
-            content="ok",
-            metadata={"toolName": f"tool_{(start + i) % facts}", "durationMs": 12},
-            created_at=now,
-        )
-        for i in range(n)
-    ]
 
 
 def run(results_dir: Path) -> dict[str, Any]:
@@ -122,17 +107,17 @@ def measure(
             base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
         ) as http:
             # the facts first: one observation per fact key, consolidated by a first session
-            store.append(identity, batch(identity, facts, facts, 0))
+            store.append(identity, observations(identity, facts, tools=facts))
             first = http.post("/v1/sessions", json={})
             if first.status_code != 200 or len(first.json()["facts"]) != facts:
                 raise RuntimeError(f"fact setup failed: {first.status_code} {first.text[:200]}")
             for _ in range(3):  # warm-up
-                store.append(identity, batch(identity, pending, facts, 0))
+                store.append(identity, observations(identity, pending, tools=facts))
                 http.post("/v1/sessions", json={})
             samples: list[float] = []
             degraded = 0
             for r in range(repeats(pending)):
-                store.append(identity, batch(identity, pending, facts, r))
+                store.append(identity, observations(identity, pending, tools=facts, start=r))
                 t0 = time.perf_counter()
                 res = http.post("/v1/sessions", json={})
                 samples.append((time.perf_counter() - t0) * 1000)
