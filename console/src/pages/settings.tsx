@@ -67,6 +67,24 @@ const RETENTION_RULES: { field: keyof RetentionDraft; suffix: string; label: str
   { field: "deleteArchivedAfterDays", suffix: "delete", label: "Delete archived memories not updated for (days)" },
 ];
 
+/** A settings form's submit: `check()` gives what is wrong with what was typed (shown as
+ * `invalid`, nothing is sent) or the value `save` sends (its failure shown as `error`). */
+function useSettingsForm<T extends object>(check: () => T | string, save: (value: T) => Promise<void>) {
+  const { busy, error, act, clearError } = useAction();
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const value = check();
+    if (typeof value === "string") {
+      setInvalid(value);
+      return;
+    }
+    setInvalid(null);
+    await act(() => save(value));
+  };
+  return { busy, error, clearError, invalid, submit };
+}
+
 function RetentionFields({ idPrefix, draft, onChange, scope }: {
   idPrefix: string;
   draft: RetentionDraft;
@@ -103,8 +121,6 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
   const team = useLoad(() => unwrap(api.api.GET("/v1/settings/team")), [api]);
   const [memoryEnabled, setMemoryEnabled] = useState(true);
   const [retention, setRetention] = useState<RetentionDraft>(draftOf(null));
-  const { busy, error, act, clearError } = useAction();
-  const [invalid, setInvalid] = useState<string | null>(null);
   useEffect(() => {
     if (team.state === "ready") {
       setMemoryEnabled(team.data.memoryEnabled);
@@ -112,20 +128,14 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
     }
   }, [team.state, team.data]);
 
-  const save = async (event: Event) => {
-    event.preventDefault();
-    const rules = retentionOf(retention);
-    if (typeof rules === "string") {
-      setInvalid(rules);
-      return;
-    }
-    setInvalid(null);
-    await act(async () => {
+  const { busy, error, clearError, invalid, submit } = useSettingsForm(
+    () => retentionOf(retention),
+    async (rules) => {
       await unwrap(api.api.PUT("/v1/settings/team", { body: { memoryEnabled, retention: rules } }));
       flash(`Saved the settings of team ${identity.teamId}: memory ${memoryEnabled ? "on" : "off"}.`);
       team.reload();
-    });
-  };
+    },
+  );
 
   return (
     <section class="card stack" aria-labelledby="team-title">
@@ -133,7 +143,7 @@ function TeamSettings({ flash }: { flash: (message: string) => void }) {
       {team.state === "loading" && team.data === null && <Loading what="the team settings" />}
       {team.state === "error" && team.data === null && <ErrorNotice error={team.error} onRetry={team.reload} />}
       {team.data !== null && (
-        <form class="stack" aria-label="Team settings" onSubmit={save}>
+        <form class="stack" aria-label="Team settings" onSubmit={submit}>
           <label class="check">
             <input type="checkbox" checked={memoryEnabled} onChange={(e) => setMemoryEnabled(e.currentTarget.checked)} />
             Memory on for the whole team
@@ -238,24 +248,16 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
   const [extraction, setExtraction] = useState(persona.extraction.enabled);
   const [prompt, setPrompt] = useState(persona.extraction.prompt ?? "");
   const [retention, setRetention] = useState<RetentionDraft>(draftOf(persona.retention));
-  const { busy, error, act, clearError } = useAction();
-  const [invalid, setInvalid] = useState<string | null>(null);
   const id = `persona-${persona.personaId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
 
-  const save = async (event: Event) => {
-    event.preventDefault();
-    const rules = retentionOf(retention);
-    if (typeof rules === "string") {
-      setInvalid(rules);
-      return;
-    }
-    const allowedGroups = [...new Set(groups.split(",").map((g) => g.trim()).filter(Boolean))];
-    if (allowedGroups.length > 100) {
-      setInvalid("At most 100 allowed groups.");
-      return;
-    }
-    setInvalid(null);
-    await act(async () => {
+  const { busy, error, clearError, invalid, submit } = useSettingsForm(
+    () => {
+      const rules = retentionOf(retention);
+      if (typeof rules === "string") return rules;
+      const allowedGroups = [...new Set(groups.split(",").map((g) => g.trim()).filter(Boolean))];
+      return allowedGroups.length > 100 ? "At most 100 allowed groups." : { rules, allowedGroups };
+    },
+    async ({ rules, allowedGroups }) => {
       const saved = await unwrap(
         api.api.PUT("/v1/personas/{personaId}", {
           params: { path: { personaId: persona.personaId } },
@@ -268,11 +270,11 @@ function PersonaForm({ persona, isNew, onSaved }: { persona: Persona; isNew: boo
         }),
       );
       onSaved(saved);
-    });
-  };
+    },
+  );
 
   return (
-    <form class="card nested stack" aria-label={`Persona ${persona.personaId}`} onSubmit={save}>
+    <form class="card nested stack" aria-label={`Persona ${persona.personaId}`} onSubmit={submit}>
       <h3>
         Persona {persona.personaId}
         {isNew && <span class="tag new">not saved yet</span>}
