@@ -12,7 +12,6 @@ from engram.adapters.inmemory_rows import (
     ErasedSince,
     SuppressionKey,
     audit_after_erasure,
-    check_version,
     decode_cursor,
     encode_cursor,
     key_of,
@@ -24,7 +23,14 @@ from engram.adapters.inmemory_rows import (
 )
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict, QuotaExceeded
-from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, counts_toward, subject_user
+from engram.memories.lifecycle import (
+    AuditStamp,
+    Quotas,
+    audit_row,
+    check_version,
+    counts_toward,
+    subject_user,
+)
 from engram.memories.models import (
     LIVE_STATUSES,
     Memory,
@@ -38,12 +44,12 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
-from engram.memories.ports import AccessContext, EmbeddingTask
+from engram.memories.ports import AccessContext, EmbeddingTask, MemoryChange, MemoryStore
 from engram.memories.privacy import can_see, can_write, memory_visible
 from engram.memories.recall import rank_in_memory
 
 
-class InMemoryMemoryStore:
+class InMemoryMemoryStore(MemoryStore):
     """``erasures``: an erasure log that ``propose`` consults besides the erasures this store
     has done itself (``erase_user``)."""
 
@@ -209,13 +215,8 @@ class InMemoryMemoryStore:
         self,
         ctx: AccessContext,
         memory_id: str,
+        change: MemoryChange,
         *,
-        key: str | None = None,
-        value: str | None = None,
-        confidence: float | None = None,
-        status: Status | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
@@ -226,16 +227,7 @@ class InMemoryMemoryStore:
             check_version(row, if_versions)
             if row.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
-            self._drop_rejected_of_new_key(row, key)
-            new = self._change(
-                row,
-                key=key,
-                value=value,
-                confidence=confidence,
-                status=status,
-                embedding=embedding,
-                embedding_model=embedding_model,
-            )
+            new = self._change(row, change)
             if decided is not None:
                 self._actions.append(audit_row(decided, new.id, row, new))
                 if new.status is Status.ARCHIVED and row.status is not Status.ARCHIVED:
@@ -243,16 +235,7 @@ class InMemoryMemoryStore:
             return new
 
     def review(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        *,
-        status: Status,
-        decided: AuditStamp,
-        key: str | None = None,
-        value: str | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
+        self, ctx: AccessContext, memory_id: str, change: MemoryChange, *, decided: AuditStamp
     ) -> Memory | None:
         with self._lock:
             row = self._writable(ctx, memory_id)
@@ -260,23 +243,11 @@ class InMemoryMemoryStore:
                 return None
             if row.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {row.status.value})")
-            self._drop_rejected_of_new_key(row, key)
-            new = self._change(
-                row,
-                key=key,
-                value=value,
-                status=status,
-                embedding=embedding,
-                embedding_model=embedding_model,
-            )
+            new = self._change(row, change)
             self._actions.append(audit_row(decided, new.id, row, new))
             if new.status is Status.REJECTED:
                 self._suppress(new)  # stays refused once a new value replaces the row
             return new
-
-    def _drop_rejected_of_new_key(self, row: Memory, key: str | None) -> None:
-        if key is not None and key != row.key:
-            self._drop_rejected((row.team_id, row.scope, row.owner_id, row.user_id or "", key))
 
     def _writable(self, ctx: AccessContext, memory_id: str) -> Memory | None:
         row = self._rows.get(memory_id)
@@ -286,19 +257,16 @@ class InMemoryMemoryStore:
             return None
         return row
 
-    def _change(
-        self,
-        row: Memory,
-        *,
-        embedding: list[float] | None,
-        embedding_model: str | None,
-        **fields: object,
-    ) -> Memory:
-        changes = {name: v for name, v in fields.items() if v is not None}
+    def _change(self, row: Memory, change: MemoryChange) -> Memory:
+        """``row`` with ``change`` applied; a rejected row of its new key gives way to it."""
+        if change.key is not None and change.key != row.key:
+            self._drop_rejected(
+                (row.team_id, row.scope, row.owner_id, row.user_id or "", change.key)
+            )
         new = Memory.model_validate(
             {
                 **row.internal_fields(),
-                **changes,
+                **change.fields(),
                 "updated_at": self._now(),
                 "version": row.version + 1,
             }
@@ -311,9 +279,9 @@ class InMemoryMemoryStore:
         if live:
             self._by_key[key_of(new)] = new.id
         self._rows[new.id] = new
-        if fields.get("key") is not None or fields.get("value") is not None:
+        if change.new_text:
             # a new text: its embedding is what the caller gives (none: embedded later)
-            self._set_embedding(new.id, embedding_model, embedding)
+            self._set_embedding(new.id, change.embedding_model, change.embedding)
         return new
 
     def delete(
@@ -337,9 +305,6 @@ class InMemoryMemoryStore:
                 self._actions.append(audit_row(decided, row.id, row, None))
                 self._suppress(row)
             return True
-
-    def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
-        return self.update(ctx, memory_id, status=Status.ARCHIVED)
 
     def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
         with self._lock:

@@ -8,7 +8,7 @@ import base64
 from datetime import datetime
 from typing import Protocol
 
-from engram.errors import InvalidInput, PreconditionFailed
+from engram.errors import InvalidInput
 from engram.memories.lifecycle import suppression_digest
 from engram.memories.models import (
     ERASED_ACTOR,
@@ -79,13 +79,6 @@ def _listed(r: Memory, flt: MemoryFilter) -> bool:
     ):
         return False
     return r.scope is not Scope.PERSONA or r.owner_id not in flt.exclude_personas
-
-
-def check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
-    if if_versions is not None and row.version not in if_versions:
-        raise PreconditionFailed(
-            f"the memory changed since it was read (it is at version {row.version})"
-        )
 
 
 class ErasedSince(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,14 @@ from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
 from engram.memories.lifecycle import AuditStamp, Quotas, private_to_its_user
 from engram.memories.models import Memory, Persona, Scope
-from engram.memories.ports import AccessContext, Embedder, MemoryStore, PersonaStore, embedding_text
+from engram.memories.ports import (
+    AccessContext,
+    Embedder,
+    MemoryChange,
+    MemoryStore,
+    PersonaStore,
+    embedding_text,
+)
 from engram.memories.privacy import context_for, memory_visible, persona_allows
 from engram.settings import Settings
 
@@ -75,6 +83,13 @@ class MemoryServiceCore:
 
     def _memory_embedding(self, key: str, value: str) -> dict[str, Any]:
         return self._embed(embedding_text(key, value))
+
+    def _embedded(self, before: Memory, change: MemoryChange) -> MemoryChange:
+        """``change`` with the embedding of the text it gives ``before`` (a new key or value)."""
+        if not change.new_text:
+            return change
+        text = (change.key or before.key, change.value or before.value)
+        return replace(change, **self._memory_embedding(*text))
 
     def _query_embedding(self, query: str) -> dict[str, Any]:
         """The query's embedding, its model and the embedder's tuning (none: keyword-only)."""

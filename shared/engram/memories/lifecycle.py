@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from engram.errors import QuotaExceeded
+from engram.errors import PreconditionFailed, QuotaExceeded
 from engram.memories.models import (
     PROPOSAL_STATUSES,
     Memory,
@@ -45,6 +45,14 @@ class AuditStamp:
     actor_id: str
     action: str
     at: datetime
+
+
+def check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
+    """``PreconditionFailed`` unless the row is at one of ``if_versions`` (None: any)."""
+    if if_versions is not None and row.version not in if_versions:
+        raise PreconditionFailed(
+            f"the memory changed since it was read (it is at version {row.version})"
+        )
 
 
 def subject_user(memory: Memory | NewMemory) -> str | None:

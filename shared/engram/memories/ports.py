@@ -38,6 +38,35 @@ class AccessContext:
     elevated: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryChange:
+    """The fields an edit gives one row; None leaves a field as it is. A new key or value also
+    replaces the row's embedding with ``embedding`` and ``embedding_model`` (both None:
+    embedded later by the backlog)."""
+
+    key: str | None = None
+    value: str | None = None
+    confidence: float | None = None
+    status: Status | None = None
+    embedding: list[float] | None = None
+    embedding_model: str | None = None
+
+    @property
+    def new_text(self) -> bool:
+        """Whether the change gives a new key or value (and so a new embedding)."""
+        return self.key is not None or self.value is not None
+
+    def fields(self) -> dict[str, object]:
+        """The row fields it changes (key, value, confidence, status), by name."""
+        given = {
+            "key": self.key,
+            "value": self.value,
+            "confidence": self.confidence,
+            "status": self.status,
+        }
+        return {name: v for name, v in given.items() if v is not None}
+
+
 class MemoryStore(Protocol):
     """Memory storage: save, propose, get, list, update, review, delete, recall, erase and
     retention, all within one team (``ctx.team_id``).
@@ -90,40 +119,26 @@ class MemoryStore(Protocol):
         self,
         ctx: AccessContext,
         memory_id: str,
+        change: MemoryChange,
         *,
-        key: str | None = None,
-        value: str | None = None,
-        confidence: float | None = None,
-        status: Status | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
-        """Change fields of one row; raises ``Conflict`` when the new key is taken or the row
-        is rejected (a rejection is never edited back into play). A new key or value replaces
-        the row's embedding with ``embedding`` and ``embedding_model`` (both None: embedded
-        later). ``decided``: a person's change, audited in the same transaction; a person's
-        archive is also suppressed. ``if_versions``: raise ``PreconditionFailed``, changing
-        nothing, unless the row's ``version`` is one of them (checked on the locked row)."""
+        """Apply ``change`` to one row; raises ``Conflict`` when the new key is taken or the
+        row is rejected (a rejection is never edited back into play). ``decided``: a person's
+        change, audited in the same transaction; a person's archive is also suppressed.
+        ``if_versions``: raise ``PreconditionFailed``, changing nothing, unless the row's
+        ``version`` is one of them (checked on the locked row)."""
         ...
 
     def review(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        *,
-        status: Status,
-        decided: AuditStamp,
-        key: str | None = None,
-        value: str | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
+        self, ctx: AccessContext, memory_id: str, change: MemoryChange, *, decided: AuditStamp
     ) -> Memory | None:
-        """Decide a pending proposal (``status`` active or rejected, optionally editing it):
-        conditional on ``pending_review`` in the same statement, audited in the same
-        transaction. ``None`` when the row is not visible; ``Conflict`` when it is no longer
-        pending (the loser of two concurrent decisions) or the new key is taken."""
+        """Decide a pending proposal: ``change.status`` is the decision (active or rejected),
+        its key and value an optional edit. Conditional on ``pending_review`` in the same
+        statement, audited in the same transaction. ``None`` when the row is not visible;
+        ``Conflict`` when it is no longer pending (the loser of two concurrent decisions) or
+        the new key is taken."""
         ...
 
     def delete(
@@ -139,7 +154,9 @@ class MemoryStore(Protocol):
         ``update``."""
         ...
 
-    def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...
+    def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
+        """``update`` to ``archived``, as the service's own change (not audited)."""
+        return self.update(ctx, memory_id, MemoryChange(status=Status.ARCHIVED))
 
     def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
         """Active rows of the visible scopes, shadowed by key, ranked (see ``recall.py``)."""

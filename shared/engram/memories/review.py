@@ -4,7 +4,6 @@ edited) and reject pending memories, one by one or in bulk, each decision audite
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from engram.errors import EngramError, Forbidden, NotFound
 from engram.identity import Caller
@@ -12,7 +11,7 @@ from engram.memories.core import MemoryServiceCore
 from engram.memories.inputs import ApproveRequest, BulkReviewRequest, ReviewListQuery
 from engram.memories.lifecycle import history_visible, last_known
 from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, MemoryChange
 from engram.memories.privacy import context_for
 
 
@@ -61,30 +60,19 @@ class ReviewPipeline(MemoryServiceCore):
         already decided (the loser of two concurrent decisions). The change and its audit row
         are one transaction."""
         ctx = self._admin(caller)
-        key_s, value_s = (edit.key, edit.value) if edit is not None else (None, None)
         proposed = self._store.get(ctx, memory_id)
         if proposed is None:
             raise NotFound("no pending memory with this id")
-        edited = key_s is not None or value_s is not None
-        return self._review(
-            ctx,
-            memory_id,
-            Status.ACTIVE,
-            "approve",
-            key=key_s,
-            value=value_s,
-            **(
-                self._memory_embedding(key_s or proposed.key, value_s or proposed.value)
-                if edited
-                else {}
-            ),
-        )
+        key, value = (edit.key, edit.value) if edit is not None else (None, None)
+        approval = MemoryChange(status=Status.ACTIVE, key=key, value=value)
+        return self._review(ctx, memory_id, self._embedded(proposed, approval), "approve")
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
         """Reject a pending proposal: it becomes ``rejected`` and its key and value are
         suppressed, so an equal proposal is never made again, until erasure. A new value of
         its key may be proposed (it replaces the rejected row). Errors as ``approve``."""
-        return self._review(self._admin(caller), memory_id, Status.REJECTED, "reject")
+        rejection = MemoryChange(status=Status.REJECTED)
+        return self._review(self._admin(caller), memory_id, rejection, "reject")
 
     def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:
         """Approve or reject each id of ``request``, in order, each in its own atomic step with
@@ -102,11 +90,10 @@ class ReviewPipeline(MemoryServiceCore):
         return outcomes
 
     def _review(
-        self, ctx: AccessContext, memory_id: str, status: Status, action: str, **edits: Any
+        self, ctx: AccessContext, memory_id: str, decision: MemoryChange, action: str
     ) -> Memory:
-        reviewed = self._store.review(
-            ctx, memory_id, status=status, decided=self._decided(ctx, action), **edits
-        )
+        decided = self._decided(ctx, action)
+        reviewed = self._store.review(ctx, memory_id, decision, decided=decided)
         if reviewed is None:
             raise NotFound("no pending memory with this id")
         return reviewed

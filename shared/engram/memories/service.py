@@ -32,7 +32,7 @@ from engram.memories.models import (
     Status,
     ToolResult,
 )
-from engram.memories.ports import AccessContext, list_all
+from engram.memories.ports import AccessContext, MemoryChange, list_all
 from engram.memories.privacy import context_for, persona_allows
 from engram.memories.review import ReviewOutcome, ReviewPipeline
 from engram.memories.scopes import parse_scope, save_target
@@ -227,42 +227,24 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         """Edit a memory's key, value or confidence (``PATCH /v1/memories/{id}``).
         ``if_versions`` (the ``If-Match`` of the request): ``PreconditionFailed``, and nothing
         changed, unless the memory is still at one of these versions when the edit is made."""
-        return self._change(
-            caller,
-            memory_id,
-            key=patch.key,
-            value=patch.value,
-            confidence=patch.confidence,
-            if_versions=if_versions,
-        )
+        change = MemoryChange(key=patch.key, value=patch.value, confidence=patch.confidence)
+        return self._change(caller, memory_id, change, if_versions)
 
     def _change(
         self,
         caller: Caller,
         memory_id: str,
-        *,
-        key: str | None = None,
-        value: str | None = None,
-        confidence: float | None = None,
-        status: Status | None = None,
-        if_versions: frozenset[int] | None = None,
+        change: MemoryChange,
+        if_versions: frozenset[int] | None,
     ) -> Memory:
         ctx = context_for(caller)
         before = self.get(caller, memory_id)
-        key_s, value_s = key, value
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins edit persona-scope memories")
-        embedding: dict[str, Any] = {}
-        if key_s is not None or value_s is not None:
-            embedding = self._memory_embedding(key_s or before.key, value_s or before.value)
         after = self._store.update(
             ctx,
             before.id,
-            key=key_s,
-            value=value_s,
-            confidence=confidence,
-            status=status,
-            **embedding,
+            self._embedded(before, change),
             decided=self._decided(ctx, "update"),
             if_versions=if_versions,
         )
@@ -286,7 +268,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
     ) -> Memory:
         """Archive one memory (not recalled until edited back); ``if_versions`` as ``update``."""
-        return self._change(caller, memory_id, status=Status.ARCHIVED, if_versions=if_versions)
+        return self._change(caller, memory_id, MemoryChange(status=Status.ARCHIVED), if_versions)
 
     def list_memories(self, caller: Caller, query: MemoryListQuery | None = None) -> MemoryPage:
         """One page of the memories visible to the caller, newest first, every status unless

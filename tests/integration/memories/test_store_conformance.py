@@ -19,7 +19,7 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, MemoryChange
 
 pytestmark = [pytest.mark.integration, EVERY_VERSION]
 
@@ -389,7 +389,7 @@ def test_isolation_between_users_and_teams(backend: Backend) -> None:
         assert backend.store.get(ctx, pu.id) is None
         assert not backend.store.delete(ctx, mine.id)
         assert backend.store.archive(ctx, mine.id) is None
-        assert backend.store.update(ctx, mine.id, value="hijacked") is None
+        assert backend.store.update(ctx, mine.id, MemoryChange(value="hijacked")) is None
     assert recall(backend, BOB, "secret") == []
     assert backend.store.list_memories(BOB, MemoryFilter(team_id=T)).memories == []
     assert recall(backend, ALICE, "secret") == ["alice secret"]

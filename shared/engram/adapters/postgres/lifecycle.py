@@ -29,6 +29,7 @@ from engram.errors import Conflict
 from engram.events.models import SERVICE_ACTOR
 from engram.memories.lifecycle import QuotaSubject, suppression_digest
 from engram.memories.models import ERASED_ACTOR, Memory, NewMemory, ReviewAction, Scope, Status
+from engram.memories.ports import MemoryChange
 
 #: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
 QUOTA_LOCK_CLASS = 0x454E47
@@ -112,35 +113,31 @@ def change_row(
     cur: Cursor[Any],
     before: Memory,
     now: datetime,
+    change: MemoryChange,
     *,
-    key: str | None = None,
-    value: str | None = None,
-    confidence: float | None = None,
-    status: Status | None = None,
-    embedding: list[float] | None = None,
-    embedding_model: str | None = None,
     only_if: Status | None = None,
 ) -> Memory | None:
     """One ``UPDATE`` of a locked row (``only_if``: conditional on its status); ``Conflict``
-    when the new key is taken. A new key or value replaces the embedding with ``embedding``
-    and ``embedding_model`` (None: embedded later by the backlog)."""
+    when the new key is taken. A rejected row of the new key is deleted first."""
+    if change.key is not None and change.key != before.key:
+        drop_rejected(cur, before, key=change.key, at=now)
     sets = ["updated_at = GREATEST(%s, m.updated_at)"]
     params: list[Any] = [now]
     for column, val in (
-        ("key", key),
-        ("value", value),
-        ("confidence", confidence),
-        ("status", status.value if status else None),
+        ("key", change.key),
+        ("value", change.value),
+        ("confidence", change.confidence),
+        ("status", change.status.value if change.status else None),
     ):
         if val is not None:
             sets.append(f"{column} = %s")
             params.append(val)
-    if key is not None or value is not None:
+    if change.new_text:
         sets.append("embedding = %s::vector, embedding_model = %s, embedding_dims = %s")
         params += [
-            vector_literal(embedding),
-            embedding_model,
-            None if embedding is None else len(embedding),
+            vector_literal(change.embedding),
+            change.embedding_model,
+            None if change.embedding is None else len(change.embedding),
         ]
     guard = ""
     params += [uuid.UUID(before.id), before.team_id]

@@ -35,9 +35,15 @@ from engram.adapters.postgres.rows import COLUMNS
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
-from engram.errors import Conflict, InvalidInput, PreconditionFailed, QuotaExceeded
+from engram.errors import Conflict, InvalidInput, QuotaExceeded
 from engram.events.models import SERVICE_ACTOR
-from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, suppression_digest
+from engram.memories.lifecycle import (
+    AuditStamp,
+    Quotas,
+    audit_row,
+    check_version,
+    suppression_digest,
+)
 from engram.memories.models import (
     LIVE_STATUSES,
     Memory,
@@ -49,21 +55,14 @@ from engram.memories.models import (
     Scope,
     Status,
 )
-from engram.memories.ports import AccessContext
-
-
-def _check_version(row: Memory, if_versions: frozenset[int] | None) -> None:
-    if if_versions is not None and row.version not in if_versions:
-        raise PreconditionFailed(
-            f"the memory changed since it was read (it is at version {row.version})"
-        )
+from engram.memories.ports import AccessContext, MemoryChange, MemoryStore
 
 
 class _NotProposed(Exception):
     """A proposal wrote nothing: its transaction is rolled back."""
 
 
-class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
+class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore, MemoryStore):
     """``MemoryStore`` (here), ``EmbeddingBacklog`` and ``PersonaStore`` (inherited) on one
     database."""
 
@@ -251,13 +250,8 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
         self,
         ctx: AccessContext,
         memory_id: str,
+        change: MemoryChange,
         *,
-        key: str | None = None,
-        value: str | None = None,
-        confidence: float | None = None,
-        status: Status | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
         decided: AuditStamp | None = None,
         if_versions: frozenset[int] | None = None,
     ) -> Memory | None:
@@ -268,22 +262,10 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
             before = lock_row(cur, mid, ctx.team_id)
             if before is None:
                 return None
-            _check_version(before, if_versions)
+            check_version(before, if_versions)
             if before.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
-            if key is not None and key != before.key:
-                drop_rejected(cur, before, key=key, at=self._now())
-            after = change_row(
-                cur,
-                before,
-                self._now(),
-                key=key,
-                value=value,
-                confidence=confidence,
-                status=status,
-                embedding=embedding,
-                embedding_model=embedding_model,
-            )
+            after = change_row(cur, before, self._now(), change)
             if after is None:
                 return None
             append_memory_event(
@@ -301,16 +283,7 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
         return after
 
     def review(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        *,
-        status: Status,
-        decided: AuditStamp,
-        key: str | None = None,
-        value: str | None = None,
-        embedding: list[float] | None = None,
-        embedding_model: str | None = None,
+        self, ctx: AccessContext, memory_id: str, change: MemoryChange, *, decided: AuditStamp
     ) -> Memory | None:
         mid = _uuid(memory_id)
         if mid is None:
@@ -321,24 +294,12 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
                 return None
             if before.status is not Status.PENDING_REVIEW:
                 raise Conflict(f"this memory was already reviewed (it is {before.status.value})")
-            if key is not None and key != before.key:
-                drop_rejected(cur, before, key=key, at=self._now())
-            after = change_row(
-                cur,
-                before,
-                self._now(),
-                key=key,
-                value=value,
-                status=status,
-                embedding=embedding,
-                embedding_model=embedding_model,
-                only_if=Status.PENDING_REVIEW,
-            )
+            after = change_row(cur, before, self._now(), change, only_if=Status.PENDING_REVIEW)
             if after is None:
                 raise Conflict("this memory was already reviewed")
             append_memory_event(
                 cur,
-                "memory.approved" if status is Status.ACTIVE else "memory.rejected",
+                "memory.approved" if change.status is Status.ACTIVE else "memory.rejected",
                 after,
                 actor_id=ctx.user_id,
                 cause="review",
@@ -366,7 +327,7 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
                 locked = lock_row(cur, mid, ctx.team_id)
                 if locked is None:
                     return False
-                _check_version(locked, if_versions)
+                check_version(locked, if_versions)
             cur.execute(
                 f"DELETE FROM memories AS m WHERE m.id = %s AND m.team_id = %s RETURNING {COLUMNS}",
                 (mid, ctx.team_id),
@@ -388,9 +349,6 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore):
                 insert_audit(cur, audit_row(decided, before.id, before, None))
                 insert_suppression(cur, before, decided.at)
         return True
-
-    def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
-        return self.update(ctx, memory_id, status=Status.ARCHIVED)
 
     def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
         has_query = bool(request.query.strip())
