@@ -10,61 +10,25 @@ Pure domain: they only call the stores' public methods.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, runtime_checkable
 
 from engram.behaviour.consolidation import sweep_expired
 from engram.behaviour.decay import DecayStrategy
-from engram.behaviour.models import Fact, Observation
+from engram.behaviour.ports import BehaviourStore
 from engram.identity import SERVICE_USER_PREFIX, parse_identity_id
 from engram.insights.models import Contribution, contributions
+from engram.maintenance.models import RetentionPolicy
+from engram.memories.background import BackgroundJobs
 from engram.memories.models import MemoryFilter, Scope, Status
 from engram.memories.ports import MemoryStore, list_all
 from engram.memories.privacy import system_context
 
 
-class IndexedBehaviourStore(Protocol):
-    """What the bridge uses of a behavioural store (both concrete stores have it)."""
-
-    def get(self, identity_id: str) -> list[Fact]: ...
-
-    def upsert(self, identity_id: str, fact: Fact) -> None: ...
-
-    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None: ...
-
-    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int: ...
-
-    def delete_unchanged(self, identity_id: str, facts: Sequence[Fact]) -> int: ...
-
-    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]: ...
-
-    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int: ...
-
-    def erase(self, identity_id: str) -> dict[str, int]: ...
-
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]: ...
-
-
-class KeysetIndex(Protocol):
-    """The identity index paged by keyset cursor (both concrete stores have it)."""
-
-    def list_identities(self, *, cursor: str, limit: int = 100) -> tuple[list[str], str]: ...
-
-
-@runtime_checkable
-class AtomicRemoval(Protocol):
-    """Optional store method: drop an identity only if it is empty, in one atomic step."""
-
-    def remove_if_empty(self, identity_id: str) -> bool: ...
-
-
 class BehaviourStoreMaintenance:
     """``BehaviourMaintenance`` over a behavioural store and a decay strategy."""
 
-    def __init__(self, store: IndexedBehaviourStore, decay: DecayStrategy) -> None:
+    def __init__(self, store: BehaviourStore, decay: DecayStrategy) -> None:
         self._store = store
         self._decay = decay
 
@@ -82,20 +46,12 @@ class BehaviourStoreMaintenance:
         return sweep_expired(identity_id, facts=self._store, decay=self._decay, now=now_ms)
 
     def remove_if_empty(self, identity_id: str) -> bool:
-        if isinstance(self._store, AtomicRemoval):
-            return self._store.remove_if_empty(identity_id)
-        # Check-then-erase: an observation arriving between the two steps would be lost with
-        # the identity. Only idle identities get here; stores should offer remove_if_empty.
-        if self._store.get(identity_id) or self._store.since(identity_id, None):
-            return False
-        self._store.erase(identity_id)
-        return True
+        return self._store.remove_if_empty(identity_id)
 
     # --- FactSource (team insights) -----------------------------------------------------------
     def identity_page(self, cursor: str, limit: int) -> tuple[list[str], str]:
         """A keyset page of the identity index (stable while identities come and go)."""
-        keyset: KeysetIndex = self._store  # type: ignore[assignment]
-        return keyset.list_identities(cursor=cursor, limit=limit)
+        return self._store.list_identities(cursor=cursor, limit=limit)
 
     def contributions(self, identity_id: str, now_ms: int) -> list[Contribution]:
         """What the identity's user contributes to their team's insights: nothing for an id
@@ -117,19 +73,6 @@ class BehaviourStoreMaintenance:
         return sum(self._store.erase(identity_id).values())
 
 
-class RetentionService(Protocol):
-    """The memory service's team retention (``MemoryService.apply_retention``)."""
-
-    def apply_retention(
-        self,
-        team_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]: ...
-
-
 def _when(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
@@ -137,36 +80,24 @@ def _when(ms: int) -> datetime:
 class MemoryStoreMaintenance:
     """``MemoryMaintenance`` + ``PersonaRetention`` over the memory service and its store."""
 
-    def __init__(self, service: RetentionService, store: MemoryStore) -> None:
+    def __init__(self, service: BackgroundJobs, store: MemoryStore) -> None:
         self._service = service
         self._store = store
 
-    def apply_retention(
-        self,
-        team_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]:
+    def apply_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
         return self._service.apply_retention(
-            team_id,
-            archive_after_days=archive_after_days,
-            delete_archived_after_days=delete_archived_after_days,
+            policy.team_id,
+            archive_after_days=policy.archive_after_days,
+            delete_archived_after_days=policy.delete_archived_after_days,
             now=now,
         )
 
-    def apply_persona_retention(
-        self,
-        team_id: str,
-        persona_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]:
-        """Archive active persona/persona_user rows of the persona idle for
+    def apply_persona_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
+        """Archive active persona/persona_user rows of ``policy.persona_id`` idle for
         ``archive_after_days``; delete archived ones idle for ``delete_archived_after_days``."""
+        if policy.persona_id is None:
+            raise ValueError("a persona's retention policy names its persona")
+        team_id, persona_id = policy.team_id, policy.persona_id
         ctx, store = system_context(team_id), self._store
         when = _when(now)
         counts = {"archived": 0, "deleted": 0}
@@ -178,8 +109,8 @@ class MemoryStoreMaintenance:
             return store.archive(ctx, memory_id) is not None
 
         steps: tuple[tuple[int | None, Status, str, Callable[[str], bool]], ...] = (
-            (delete_archived_after_days, Status.ARCHIVED, "deleted", delete),
-            (archive_after_days, Status.ACTIVE, "archived", archive),
+            (policy.delete_archived_after_days, Status.ARCHIVED, "deleted", delete),
+            (policy.archive_after_days, Status.ACTIVE, "archived", archive),
         )
         for days, status, counted, act in steps:  # deletes first: a row archived now stays
             if days is None:

@@ -77,16 +77,10 @@ class BehaviourMaintenance(Protocol):
 class MemoryMaintenance(Protocol):
     """Retention and erasure backstop of the explicit-memory store."""
 
-    def apply_retention(
-        self,
-        team_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]:
-        """Archive active memories idle for ``archive_after_days``; hard-delete archived ones
-        idle for ``delete_archived_after_days``; counts (``archived``, ``deleted``)."""
+    def apply_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
+        """A team's policy (``policy.persona_id`` None): archive active memories idle for
+        ``archive_after_days``; hard-delete archived ones idle for
+        ``delete_archived_after_days``; counts (``archived``, ``deleted``)."""
         ...
 
     def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
@@ -99,15 +93,9 @@ class MemoryMaintenance(Protocol):
 class PersonaRetention(Protocol):
     """Optional: retention for the memories of one persona (persona and persona_user rows)."""
 
-    def apply_persona_retention(
-        self,
-        team_id: str,
-        persona_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]: ...
+    def apply_persona_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
+        """The policy of ``policy.persona_id``, as ``MemoryMaintenance.apply_retention``."""
+        ...
 
 
 class RetentionPolicySource(Protocol):

@@ -14,37 +14,17 @@ proposal when the user was erased after the check (nothing created after ``DELET
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from engram.extraction.models import Proposal, TranscriptJob
 from engram.extraction.ports import SinkOutcome
 from engram.maintenance.ports import ErasureLog
+from engram.memories.background import BackgroundJobs
 from engram.memories.models import Scope
-from engram.memories.service import ProposalResult
-
-
-class Proposer(Protocol):
-    """``MemoryService.propose_outcome``."""
-
-    def propose_outcome(  # noqa: PLR0917 - MemoryService's positional contract
-        self,
-        team_id: str,
-        user_id: str,
-        persona_id: str | None,
-        key: str,
-        value: str,
-        confidence: float,
-        source_channel_id: str | None,
-        scope: Scope | str | None = None,
-        *,
-        not_erased_since_ms: int | None = None,
-    ) -> ProposalResult: ...
 
 
 class MemoryProposalSink:
     """Extraction proposals become ``pending_review`` memories through ``MemoryService``."""
 
-    def __init__(self, service: Proposer, *, erasures: ErasureLog | None = None) -> None:
+    def __init__(self, service: BackgroundJobs, *, erasures: ErasureLog | None = None) -> None:
         self._service = service
         self._erasures = erasures
 

@@ -225,22 +225,10 @@ def retention(
     rep = run.rep
 
     def apply(policy: RetentionPolicy) -> None:
-        archive, delete = policy.archive_after_days, policy.delete_archived_after_days
         if policy.persona_id is None:
-            counts = memories.apply_retention(
-                policy.team_id,
-                archive_after_days=archive,
-                delete_archived_after_days=delete,
-                now=now_ms,
-            )
+            counts = memories.apply_retention(policy, now_ms)
         elif isinstance(memories, PersonaRetention):
-            counts = memories.apply_persona_retention(
-                policy.team_id,
-                policy.persona_id,
-                archive_after_days=archive,
-                delete_archived_after_days=delete,
-                now=now_ms,
-            )
+            counts = memories.apply_persona_retention(policy, now_ms)
         else:
             rep.add("policiesUnsupported")
             return

@@ -10,6 +10,7 @@ from tests.integration.memories.conftest import ADMIN, ALICE, EVERY_VERSION, Bac
 
 from engram.errors import Conflict, NotFound
 from engram.maintenance.bridges import MemoryStoreMaintenance
+from engram.maintenance.models import RetentionPolicy
 from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
 from engram.memories.models import Memory, Scope, Status
 from engram.memories.service import MemoryService
@@ -24,9 +25,10 @@ def run_every_retention_rule(svc: MemoryService, backend: Backend) -> None:
         backend.clock.advance(days=400)
         now = backend.clock.now_ms()
         svc.apply_retention("t1", archive_after_days=1, delete_archived_after_days=1, now=now)
-        maintenance.apply_persona_retention(
-            "t1", "chef", archive_after_days=1, delete_archived_after_days=1, now=now
+        chef = RetentionPolicy(
+            team_id="t1", persona_id="chef", archive_after_days=1, delete_archived_after_days=1
         )
+        maintenance.apply_persona_retention(chef, now)
 
 
 def proposal(

@@ -133,12 +133,9 @@ class FakeMemories:
         return copy.deepcopy({k: vars(v) for k, v in self.rows.items()})
 
     def _retain(
-        self,
-        keep: Callable[[Row], bool],
-        archive_days: int | None,
-        delete_days: int | None,
-        now: int,
+        self, keep: Callable[[Row], bool], policy: RetentionPolicy, now: int
     ) -> dict[str, int]:
+        archive_days, delete_days = policy.archive_after_days, policy.delete_archived_after_days
         archived = deleted = 0
         for rid, r in list(self.rows.items()):
             if not keep(r):
@@ -151,17 +148,8 @@ class FakeMemories:
                 archived += 1
         return {"archived": archived, "deleted": deleted}
 
-    def apply_retention(
-        self,
-        team_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]:
-        return self._retain(
-            lambda r: r.team_id == team_id, archive_after_days, delete_archived_after_days, now
-        )
+    def apply_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
+        return self._retain(lambda r: r.team_id == policy.team_id, policy, now)
 
     def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
         doomed = [
@@ -175,19 +163,10 @@ class FakeMemories:
 
 
 class FakePersonaMemories(FakeMemories):
-    def apply_persona_retention(
-        self,
-        team_id: str,
-        persona_id: str,
-        *,
-        archive_after_days: int | None,
-        delete_archived_after_days: int | None,
-        now: int,
-    ) -> dict[str, int]:
+    def apply_persona_retention(self, policy: RetentionPolicy, now: int) -> dict[str, int]:
         return self._retain(
-            lambda r: r.team_id == team_id and r.persona_id == persona_id,
-            archive_after_days,
-            delete_archived_after_days,
+            lambda r: r.team_id == policy.team_id and r.persona_id == policy.persona_id,
+            policy,
             now,
         )
 
