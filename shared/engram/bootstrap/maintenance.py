@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from engram.clock import Clock
 from engram.extraction.drain import ExtractionConfig
 from engram.extraction.models import TranscriptJob
+from engram.maintenance.budget import MonotonicClock
 from engram.maintenance.job import MaintenanceJob
 from engram.maintenance.models import FREQUENT, MaintenanceConfig
 from engram.settings import Settings
@@ -121,7 +122,7 @@ def build_maintenance_job(
         sink=MemoryProposalSink(service, erasures=container.erasure_log),
         extraction_config_for=extraction_config_for(service),
         config=config or maintenance_config(container.settings),
-        monotonic=monotonic,
+        monotonic=monotonic or MonotonicClock(),
         embeddings=container.memory_store,
         embedder=container.embedder,
     )

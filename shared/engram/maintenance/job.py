@@ -26,6 +26,7 @@ that step. See ``docs/operations.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import ValidationError
@@ -76,45 +77,28 @@ class ErasureAwareSink:
         )
 
 
+@dataclass(kw_only=True, eq=False)
 class MaintenanceJob:
-    """One object per Lambda container; call :meth:`run` once per scheduled invocation."""
+    """One object per Lambda container; call :meth:`run` once per scheduled invocation. The
+    ports are its fields; a task whose ports are None is skipped. ``monotonic`` is the clock
+    of the time budget."""
 
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        state: MaintenanceStateStore,
-        behaviour: BehaviourMaintenance | None = None,
-        memories: MemoryMaintenance | None = None,
-        policies: RetentionPolicySource | None = None,
-        erasures: ErasureLog | None = None,
-        queue: TranscriptQueue | None = None,
-        extractor: Extractor | None = None,
-        sink: ProposalSink | None = None,
-        extraction_config_for: Callable[[TranscriptJob], ExtractionConfig] | None = None,
-        config: MaintenanceConfig | None = None,
-        monotonic: Clock | None = None,
-        facts: FactSource | None = None,
-        insights: InsightsStore | None = None,
-        embeddings: EmbeddingBacklog | None = None,
-        embedder: Embedder | None = None,
-    ) -> None:
-        self._clock = clock
-        self._facts = facts
-        self._insights_store = insights
-        self._backlog = embeddings
-        self._embedder = embedder
-        self._monotonic = monotonic or MonotonicClock()
-        self._store = state
-        self._behaviour = behaviour
-        self._memories = memories
-        self._policies = policies
-        self._erasures = erasures
-        self._queue = queue
-        self._extractor = extractor
-        self._sink = sink
-        self._config_for = extraction_config_for
-        self.config = config or MaintenanceConfig()
+    clock: Clock
+    state: MaintenanceStateStore
+    behaviour: BehaviourMaintenance | None = None
+    memories: MemoryMaintenance | None = None
+    policies: RetentionPolicySource | None = None
+    erasures: ErasureLog | None = None
+    queue: TranscriptQueue | None = None
+    extractor: Extractor | None = None
+    sink: ProposalSink | None = None
+    extraction_config_for: Callable[[TranscriptJob], ExtractionConfig] | None = None
+    config: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    monotonic: Clock = field(default_factory=MonotonicClock)
+    facts: FactSource | None = None
+    insights: InsightsStore | None = None
+    embeddings: EmbeddingBacklog | None = None
+    embedder: Embedder | None = None
 
     # --- the run ------------------------------------------------------------------------------
     def run(self, *, remaining_ms: int | None = None) -> MaintenanceReport:
@@ -124,8 +108,8 @@ class MaintenanceJob:
         None means ``max_run_ms``. Never raises for a task's failure: it is in the report."""
         cfg = self.config
         allowed = cfg.max_run_ms if remaining_ms is None else min(remaining_ms, cfg.max_run_ms)
-        budget = Budget(self._monotonic, allowed - cfg.safety_margin_ms)
-        now = self._clock.now_ms()
+        budget = Budget(self.monotonic, allowed - cfg.safety_margin_ms)
+        now = self.clock.now_ms()
         state, reset = self._load_state()
         state.runs += 1
         start = TASK_ORDER.index(state.next_task)
@@ -155,7 +139,7 @@ class MaintenanceJob:
         self._save(state)
         return MaintenanceReport(
             started_at_ms=now,
-            finished_at_ms=self._clock.now_ms(),
+            finished_at_ms=self.clock.now_ms(),
             cut_off=cut_task is not None,
             tasks={name: reports[name] for name in TASK_ORDER},
             state=state.model_copy(deep=True),
@@ -164,18 +148,18 @@ class MaintenanceJob:
 
     def _configured(self, name: TaskName) -> bool:
         if name in ("prune", "sweep"):
-            return self._behaviour is not None
+            return self.behaviour is not None
         if name == "retention":
-            return self._memories is not None and self._policies is not None
+            return self.memories is not None and self.policies is not None
         if name == "erasure":
-            return self._erasures is not None and (
-                self._behaviour is not None or self._memories is not None
+            return self.erasures is not None and (
+                self.behaviour is not None or self.memories is not None
             )
         if name == "insights":
-            return self._facts is not None and self._insights_store is not None
+            return self.facts is not None and self.insights is not None
         if name == "embeddings":
-            return self._backlog is not None and self._embedder is not None
-        return self._queue is not None and self._extractor is not None and self._sink is not None
+            return self.embeddings is not None and self.embedder is not None
+        return self.queue is not None and self.extractor is not None and self.sink is not None
 
     def _run_task(
         self, name: TaskName, now: int, budget: Budget, state: MaintenanceState, rep: TaskReport
@@ -183,42 +167,40 @@ class MaintenanceJob:
         cfg = self.config
         run = TaskRun(budget, rep, lambda: self._save(state), cfg.page_size)
         if name == "prune":
-            assert self._behaviour is not None
+            assert self.behaviour is not None
             before = now - cfg.retention_ms
             cap = cfg.max_identities_per_run
-            tasks.prune(run, self._behaviour, state.prune, before_ms=before, cap=cap)
+            tasks.prune(run, self.behaviour, state.prune, before_ms=before, cap=cap)
         elif name == "sweep":
-            assert self._behaviour is not None
+            assert self.behaviour is not None
             idle_since, cap = now - cfg.idle_ms, cfg.max_swept_per_run
             tasks.sweep(
-                run, self._behaviour, state.sweep, now_ms=now, idle_since_ms=idle_since, cap=cap
+                run, self.behaviour, state.sweep, now_ms=now, idle_since_ms=idle_since, cap=cap
             )
         elif name == "retention":
-            assert self._memories is not None
-            assert self._policies is not None
+            assert self.memories is not None
+            assert self.policies is not None
             cap = cfg.max_policies_per_run
-            tasks.retention(
-                run, self._memories, self._policies, state.retention, now_ms=now, cap=cap
-            )
+            tasks.retention(run, self.memories, self.policies, state.retention, now_ms=now, cap=cap)
         elif name == "erasure":
-            assert self._erasures is not None
+            assert self.erasures is not None
             tasks.erasure(
                 run,
-                self._erasures,
+                self.erasures,
                 state.erasure,
-                behaviour=self._behaviour,
-                memories=self._memories,
+                behaviour=self.behaviour,
+                memories=self.memories,
                 now_ms=now,
                 settle_ms=cfg.settle_ms,
                 cap=cfg.max_erasures_per_run,
             )
         elif name == "insights":
-            assert self._facts is not None
-            assert self._insights_store is not None
+            assert self.facts is not None
+            assert self.insights is not None
             tasks.insights(
                 run,
-                self._facts,
-                self._insights_store,
+                self.facts,
+                self.insights,
                 state.insights,
                 now_ms=now,
                 min_users=cfg.insights_min_users,
@@ -230,7 +212,7 @@ class MaintenanceJob:
             self._extraction(run)
 
     def _load_state(self) -> tuple[MaintenanceState, bool]:
-        raw = self._store.get()
+        raw = self.state.get()
         if raw is None:
             return MaintenanceState(), False
         try:
@@ -239,17 +221,17 @@ class MaintenanceJob:
             return MaintenanceState(), True  # unreadable: start a fresh cycle (all idempotent)
 
     def _save(self, state: MaintenanceState) -> None:
-        self._store.set(state.to_json_dict())
+        self.state.set(state.to_json_dict())
 
     # --- e. extraction ------------------------------------------------------------------------
     def _extraction(self, run: TaskRun) -> None:
         budget, rep = run.budget, run.rep
-        queue, extractor, sink = self._queue, self._extractor, self._sink
+        queue, extractor, sink = self.queue, self.extractor, self.sink
         assert queue is not None
         assert extractor is not None
         assert sink is not None
-        if self._erasures is not None:
-            sink = ErasureAwareSink(sink, self._erasures)
+        if self.erasures is not None:
+            sink = ErasureAwareSink(sink, self.erasures)
         cfg = self.config
         received = 0
         while True:
@@ -266,7 +248,7 @@ class MaintenanceJob:
                 extractor,
                 sink,
                 max_receives=cfg.max_receives,
-                config_for=self._config_for,
+                config_for=self.extraction_config_for,
                 should_stop=budget.exhausted,
             )
             for message, result in zip(messages, outcome.results, strict=True):
@@ -297,11 +279,11 @@ class MaintenanceJob:
 
     # --- f. embeddings ------------------------------------------------------------------------
     def _embeddings(self, budget: Budget, rep: TaskReport) -> None:
-        assert self._backlog is not None
-        assert self._embedder is not None
+        assert self.embeddings is not None
+        assert self.embedder is not None
         result = reembed(
-            self._backlog,
-            self._embedder,
+            self.embeddings,
+            self.embedder,
             batch_size=self.config.embedding_batch,
             keep_going=lambda: not budget.exhausted(),
         )
