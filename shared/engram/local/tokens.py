@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from engram.adapters.keyfiles import KEYS_DIR, read_or_create
 from engram.errors import Unauthorized
@@ -149,28 +149,20 @@ def default_signer(settings: Settings | None = None) -> TokenSigner:
     return TokenSigner(s.data_dir, audience=s.local_audience, settings=s)
 
 
-def issue_token(
-    user: str,
-    team: str | None,
-    *,
-    admin: bool = False,
-    team_admin: bool = False,
-    groups: tuple[str, ...] | list[str] = (),
-    service: bool = False,
-    ttl_s: int = 3600,
-    audience: str | None = None,
-) -> str:
+class TokenGrant(TypedDict, total=False):
+    """The keywords of ``TokenSigner.issue`` besides its user, team and extra claims."""
+
+    admin: bool
+    team_admin: bool
+    groups: tuple[str, ...] | list[str]
+    service: bool
+    ttl_s: int
+    audience: str | None
+
+
+def issue_token(user: str, team: str | None, **grant: Unpack[TokenGrant]) -> str:
     """A dev token signed by this data dir's key (``audience`` defaults to the local one)."""
-    return default_signer().issue(
-        user,
-        team,
-        admin=admin,
-        team_admin=team_admin,
-        groups=groups,
-        service=service,
-        ttl_s=ttl_s,
-        audience=audience,
-    )
+    return default_signer().issue(user, team, **grant)
 
 
 def verify(token: str) -> dict[str, Any]:

@@ -64,6 +64,14 @@ class Keyed(Protocol):
 
 
 KeyedT = TypeVar("KeyedT", bound=Keyed)
+KeyedT_co = TypeVar("KeyedT_co", bound=Keyed, covariant=True)
+
+
+class KeyedPages(Protocol[KeyedT_co]):
+    """A list read in key order: the page after key ``after`` (None: the first), at most
+    ``limit`` items; a page shorter than ``limit`` is the last one."""
+
+    def __call__(self, *, after: Any, limit: int) -> Sequence[KeyedT_co]: ...
 
 
 @dataclass
@@ -125,15 +133,14 @@ class TaskRun:
         cur: KeyCursor,
         *,
         cap: int,
-        pages: Callable[[int], Sequence[KeyedT]],
+        pages: KeyedPages[KeyedT],
         visit: Callable[[KeyedT], None],
     ) -> None:
-        """``page_through`` a list in key order after ``cur.after``: ``pages(limit)`` reads
-        the next page, a page shorter than ``limit`` is the last, and each item's key is the
-        cursor before the item is visited (a failing item never blocks the list)."""
+        """``page_through`` the list ``pages`` reads, after ``cur.after``; each item's key is
+        the cursor before the item is visited (a failing item never blocks the list)."""
 
         def fetch(limit: int) -> tuple[Sequence[KeyedT], bool]:
-            page = list(pages(limit))
+            page = list(pages(after=cur.after, limit=limit))
             return page, len(page) < limit
 
         def one(item: KeyedT) -> None:
@@ -236,10 +243,7 @@ def retention(
         rep.add("memoriesArchived", counts.get("archived", 0))
         rep.add("memoriesDeleted", counts.get("deleted", 0))
 
-    def pages(limit: int) -> Sequence[RetentionPolicy]:
-        return policies.list_policies(after=cur.after, limit=limit)
-
-    run.page_by_key(cur, cap=cap, pages=pages, visit=apply)
+    run.page_by_key(cur, cap=cap, pages=policies.list_policies, visit=apply)
 
 
 def erasure(
@@ -271,10 +275,7 @@ def erasure(
             log.mark_purged(team, user, erased_at)
             rep.add("erasuresSettled")
 
-    def pages(limit: int) -> Sequence[ErasureRecord]:
-        return log.pending_purges(after=cur.after, limit=limit)
-
-    run.page_by_key(cur, cap=cap, pages=pages, visit=purge)
+    run.page_by_key(cur, cap=cap, pages=log.pending_purges, visit=purge)
 
 
 def insights(

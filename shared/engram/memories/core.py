@@ -14,7 +14,7 @@ from engram.errors import Forbidden, MemoryDisabled, NotFound
 from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
 from engram.memories.lifecycle import AuditStamp, Quotas, private_to_its_user
-from engram.memories.models import Memory, Persona, Scope
+from engram.memories.models import Memory, MemoryFilter, MemoryPage, Persona, Scope
 from engram.memories.ports import (
     AccessContext,
     Embedder,
@@ -108,6 +108,18 @@ class MemoryServiceCore:
         ):
             raise NotFound("memory not found")
         return memory
+
+    def _signed_page(
+        self, ctx: AccessContext, flt: MemoryFilter, cursor: str | None, listing: tuple[str, ...]
+    ) -> MemoryPage:
+        """One page of ``flt`` from ``cursor``; the cursors in and out are signed for
+        ``listing`` (``engram.memories.cursors``): one issued for another listing raises
+        ``InvalidInput("cursor")``."""
+        opened = flt.model_copy(update={"cursor": self._cursors.open(cursor, *listing)})
+        page = self._store.list_memories(ctx, opened)
+        return page.model_copy(
+            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
+        )
 
     def _decided(self, ctx: AccessContext, action: str) -> AuditStamp:
         """A person's decision, for the store to audit in the same transaction."""

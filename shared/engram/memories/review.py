@@ -40,19 +40,13 @@ class ReviewPipeline(MemoryServiceCore):
         query = query or ReviewListQuery()
         ctx = self._admin(caller)
         listing = ("review", caller.team_id, query.persona_id or "")
-        page = self._store.list_memories(
-            ctx,
-            MemoryFilter(
-                team_id=caller.team_id,
-                status=Status.PENDING_REVIEW,
-                persona_id=query.persona_id,
-                limit=query.limit,
-                cursor=self._cursors.open(query.cursor, *listing),
-            ),
+        flt = MemoryFilter(
+            team_id=caller.team_id,
+            status=Status.PENDING_REVIEW,
+            persona_id=query.persona_id,
+            limit=query.limit,
         )
-        return page.model_copy(
-            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
-        )
+        return self._signed_page(ctx, flt, query.cursor, listing)
 
     def approve(self, caller: Caller, memory_id: str, edit: ApproveRequest | None = None) -> Memory:
         """Approve a pending proposal, first applying ``edit`` (a new key and/or value).

@@ -298,24 +298,18 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
             query.persona_id or "",
             query.source_channel_id or "",
         )
-        page = self._store.list_memories(
-            ctx,
-            MemoryFilter(
-                team_id=caller.team_id,
-                scope=parse_scope(query.scope),
-                status=Status(query.status) if query.status else None,
-                persona_id=query.persona_id,
-                source_channel_id=query.source_channel_id,
-                managed_by=caller.user_id if ctx.elevated else None,
-                member=None if ctx.elevated else caller.user_id,
-                exclude_personas=closed,
-                limit=query.limit,
-                cursor=self._cursors.open(query.cursor, *listing),
-            ),
+        flt = MemoryFilter(
+            team_id=caller.team_id,
+            scope=parse_scope(query.scope),
+            status=Status(query.status) if query.status else None,
+            persona_id=query.persona_id,
+            source_channel_id=query.source_channel_id,
+            managed_by=caller.user_id if ctx.elevated else None,
+            member=None if ctx.elevated else caller.user_id,
+            exclude_personas=closed,
+            limit=query.limit,
         )
-        return page.model_copy(
-            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
-        )
+        return self._signed_page(ctx, flt, query.cursor, listing)
 
     # --- the user's own data ----------------------------------------------------------------
     def export(self, caller: Caller) -> dict[str, Any]:
