@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from tests.integration.memories.conftest import Backend
+from tests.integration.memories.service_callers import ADMIN, ADMIN2, ALICE, ALICE_T2, BOB
 from tests.support.concurrency import race
 
 from engram.errors import Forbidden, InvalidInput, NotFound, PreconditionFailed
@@ -26,12 +27,6 @@ from engram.memories.models import Memory, MemoryPage, Status
 from engram.memories.service import MemoryService
 
 pytestmark = pytest.mark.integration
-
-ALICE = Caller(user_id="alice", team_id="t1", groups=frozenset({"cooks"}))
-BOB = Caller(user_id="bob", team_id="t1", groups=frozenset({"sales"}))
-ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
-ADMIN2 = Caller(user_id="carol", team_id="t1", is_team_admin=True)
-ALICE_T2 = Caller(user_id="alice", team_id="t2")
 
 
 def every_page(svc: MemoryService, caller: Caller, **query: Any) -> list[Memory]:

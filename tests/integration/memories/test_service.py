@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 from tests.integration.memories.conftest import Backend
+from tests.integration.memories.service_callers import ADMIN, ALICE, ALICE_T2, BOB
 
 from engram.api.errors import error_response
 from engram.errors import (
@@ -15,7 +16,6 @@ from engram.errors import (
     NotFound,
     QuotaExceeded,
 )
-from engram.identity import Caller
 from engram.memories.hint import CLOSE_TAG
 from engram.memories.inputs import (
     ApproveRequest,
@@ -30,11 +30,6 @@ from engram.memories.models import MemoryFilter, Scope, Status
 from engram.memories.privacy import context_for
 
 pytestmark = pytest.mark.integration
-
-ALICE = Caller(user_id="alice", team_id="t1", groups=frozenset({"cooks"}))
-BOB = Caller(user_id="bob", team_id="t1", groups=frozenset({"sales"}))
-ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
-ALICE_T2 = Caller(user_id="alice", team_id="t2", groups=frozenset({"cooks"}))
 
 
 def values(memories: list) -> list[str]:  # type: ignore[type-arg]

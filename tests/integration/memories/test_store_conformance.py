@@ -299,14 +299,20 @@ def test_vector_path_finds_without_keyword_overlap(backend: Backend) -> None:
     assert recall(backend, ALICE, "qqq", embedding=axis(0)) == ["semantic neighbour"]
 
 
-def test_rrf_fusion_orders_as_documented(backend: Backend) -> None:
-    # A: keyword rank 1 only -> 1/61. B: keyword rank 2 and vector rank 1 -> 1/62 + 1/61.
+def save_fusion_rows(backend: Backend) -> None:
+    """Rows a, b, c for "apple banana" at axis 0: a both words, no vector match; b one word,
+    the vector; c no word, cosine 0.6."""
     backend.store.upsert(ALICE, new("a", "apple banana smoothie", embedding=axis(1)))
     backend.store.upsert(ALICE, new("b", "apple pie", embedding=axis(0)))
-    # C: vector rank 2 only (cos 0.6) -> 1/62; ties with nothing, after A.
     c_vec = [0.0] * DIMS
     c_vec[0], c_vec[2] = 0.6, 0.8
     backend.store.upsert(ALICE, new("c", "orchard notes", embedding=c_vec))
+
+
+def test_rrf_fusion_orders_as_documented(backend: Backend) -> None:
+    # A: keyword rank 1 only -> 1/61. B: keyword rank 2 and vector rank 1 -> 1/62 + 1/61.
+    # C: vector rank 2 only (cos 0.6) -> 1/62; ties with nothing, after A.
+    save_fusion_rows(backend)
     assert recall(backend, ALICE, "apple banana", embedding=axis(0)) == [
         "apple pie",
         "apple banana smoothie",
@@ -321,11 +327,7 @@ def test_weighted_rrf_and_score_fusion_order_as_documented(backend: Backend) -> 
     # keyword: A has both words (best, 1.0 once divided by the best), B "apple" only
     # (BM25 of the commoner word x coverage 0.5: about 0.16 of A); cosine to axis 0: A 0,
     # B 1, C 0.6
-    backend.store.upsert(ALICE, new("a", "apple banana smoothie", embedding=axis(1)))
-    backend.store.upsert(ALICE, new("b", "apple pie", embedding=axis(0)))
-    c_vec = [0.0] * DIMS
-    c_vec[0], c_vec[2] = 0.6, 0.8
-    backend.store.upsert(ALICE, new("c", "orchard notes", embedding=c_vec))
+    save_fusion_rows(backend)
 
     def fused(**tuning: object) -> list[str]:
         found = backend.store.recall(

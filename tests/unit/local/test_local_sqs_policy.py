@@ -49,6 +49,18 @@ def run_until_idle(q: LocalQueue, clock: Clock, horizon_s: float, step_s: float 
         clock.now += step_s
 
 
+def queue_during_outage(
+    down_s: float, body: str, **policy: Any
+) -> tuple[LocalQueue, Backend, Clock]:
+    """A queue (with ``policy``) holding ``body``, whose consumer's backend is down for
+    ``down_s`` seconds from now."""
+    clock = Clock()
+    backend = Backend(clock, up_at=clock.now + down_s)
+    q = LocalQueue("q", backend, clock=clock, **policy)
+    q.send_message_batch([{"Id": "1", "MessageBody": body}])
+    return q, backend, clock
+
+
 def test_defaults_match_the_aws_redrive_policy() -> None:
     q = LocalQueue("q")
     assert q.max_receive_count == DEFAULT_MAX_RECEIVE_COUNT == 5
@@ -57,10 +69,7 @@ def test_defaults_match_the_aws_redrive_policy() -> None:
 
 
 def test_a_ten_second_outage_dead_letters_nothing() -> None:
-    clock = Clock()
-    backend = Backend(clock, up_at=clock.now + 10.0)
-    q = LocalQueue("q", backend, clock=clock)
-    q.send_message_batch([{"Id": "1", "MessageBody": "obs-1"}])
+    q, backend, clock = queue_during_outage(10.0, "obs-1")
     run_until_idle(q, clock, horizon_s=40)
     assert backend.stored == ["obs-1"]
     assert q.dead_letters == []
@@ -72,10 +81,7 @@ def test_a_ten_second_outage_dead_letters_nothing() -> None:
 
 
 def test_a_longer_outage_dead_letters_after_five_receives() -> None:
-    clock = Clock()
-    backend = Backend(clock, up_at=clock.now + 3600)
-    q = LocalQueue("q", backend, clock=clock)
-    q.send_message_batch([{"Id": "1", "MessageBody": "obs-1"}])
+    q, backend, clock = queue_during_outage(3600, "obs-1")
     run_until_idle(q, clock, horizon_s=60)
     assert [n for _, _, n in backend.deliveries] == [1, 2, 3, 4, 5]
     (dead,) = q.dead_letters
@@ -85,10 +91,7 @@ def test_a_longer_outage_dead_letters_after_five_receives() -> None:
 
 
 def test_a_retried_record_is_hidden_for_its_backoff() -> None:
-    clock = Clock()
-    backend = Backend(clock, up_at=clock.now + 3600)
-    q = LocalQueue("q", backend, clock=clock, visibility_timeout_s=2.0, backoff_factor=3.0)
-    q.send_message_batch([{"Id": "1", "MessageBody": "x"}])
+    q, _, clock = queue_during_outage(3600, "x", visibility_timeout_s=2.0, backoff_factor=3.0)
     assert q.process_once() == 1
     clock.now += 1.99
     assert q.process_once() == 0  # still hidden
