@@ -9,7 +9,7 @@ Errors are ``engram.errors``: ``InvalidInput`` (naming the camelCase field), ``N
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
 from engram.identity import Caller
@@ -55,9 +55,18 @@ __all__ = [
     "ProposalOutcome",
     "ProposalResult",
     "ReviewOutcome",
+    "ToolCallOptions",
 ]
 
 HINT_RECALL_LIMIT = 100
+
+
+class ToolCallOptions(TypedDict, total=False):
+    """The keywords of ``MemoryService.execute_tool`` besides the call itself."""
+
+    persona_id: str | None
+    source_channel_id: str | None
+    errors_as_results: bool
 
 
 class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):

@@ -10,7 +10,7 @@ review, audit); this layer is what a route calls, so every route of the API goes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from engram.identity import Caller
 from engram.memories.inputs import (
@@ -32,7 +32,7 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
-from engram.memories.service import MemoryService, ReviewOutcome
+from engram.memories.service import MemoryService, ReviewOutcome, ToolCallOptions
 from engram.memories.tools import ToolFormat
 
 
@@ -88,21 +88,11 @@ class MemoryUseCases:
         caller: Caller,
         name: str,
         arguments: Mapping[str, Any],
-        *,
-        persona_id: str | None = None,
-        source_channel_id: str | None = None,
-        errors_as_results: bool = False,
+        **options: Unpack[ToolCallOptions],
     ) -> ToolResult:
         """``errors_as_results``: what the model got wrong is a result it reads (the
         provider formats), not an exception (``MemoryService.execute_tool``)."""
-        return self.memories.execute_tool(
-            caller,
-            name,
-            arguments,
-            persona_id=persona_id,
-            source_channel_id=source_channel_id,
-            errors_as_results=errors_as_results,
-        )
+        return self.memories.execute_tool(caller, name, arguments, **options)
 
     # --- review -----------------------------------------------------------------------------
     def pending(self, caller: Caller, query: ReviewListQuery) -> MemoryPage:

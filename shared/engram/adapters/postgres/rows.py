@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
 
-from engram.memories.models import Memory, Scope, Status
+from engram.memories.models import Memory, ReviewAction, Scope, Status
 
 COLUMNS = (
     "m.id, m.team_id, m.scope, m.owner_id, m.user_id, m.key, m.value, m.source_channel_id, "
@@ -48,4 +48,11 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         updated_at=row["updated_at"].astimezone(UTC),
         source_user_id=row["source_user_id"],
         version=int(row["version"]),
+    )
+
+
+def action_from_row(row: dict[str, Any]) -> ReviewAction:
+    """A ``review_actions`` row: its columns are the model's fields, its ids UUIDs."""
+    return ReviewAction.model_validate(
+        {**row, "id": str(row["id"]), "memory_id": str(row["memory_id"])}
     )

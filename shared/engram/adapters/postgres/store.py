@@ -31,7 +31,7 @@ from engram.adapters.postgres.lifecycle import (
 from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.personas import PostgresPersonaStore
 from engram.adapters.postgres.recall import recall_sql
-from engram.adapters.postgres.rows import COLUMNS
+from engram.adapters.postgres.rows import COLUMNS, action_from_row
 from engram.adapters.postgres.rows import as_uuid as _uuid
 from engram.adapters.postgres.rows import memory_from_row as _memory
 from engram.adapters.postgres.rows import vector_literal as _vector
@@ -416,17 +416,4 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore, Memory
                 "SELECT * FROM review_actions WHERE team_id = %s AND memory_id = %s ORDER BY seq",
                 (ctx.team_id, mid),
             )
-            return [
-                ReviewAction(
-                    id=str(r["id"]),
-                    team_id=r["team_id"],
-                    memory_id=str(r["memory_id"]),
-                    actor_id=r["actor_id"],
-                    action=r["action"],
-                    before=r["before"],
-                    after=r["after"],
-                    at=r["at"],
-                    about_user_id=r["about_user_id"],
-                )
-                for r in cur.fetchall()
-            ]
+            return [action_from_row(r) for r in cur.fetchall()]
