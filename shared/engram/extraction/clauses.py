@@ -4,8 +4,9 @@ hypotheticals recognised, and a captured value trimmed of trailing reasons and a
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from engram.extraction.sanitize import sanitise_value
@@ -63,11 +64,36 @@ def words_of(text: str) -> list[str]:
     return text.split()
 
 
+def bounded(raw: str, most_words: int, *, cut: bool = True) -> str:
+    """The cleaned value when it is not empty and has at most ``most_words`` words, else ""."""
+    value = clean_value(raw, cut=cut)
+    return value if value and len(words_of(value)) <= most_words else ""
+
+
 @dataclass(frozen=True)
 class Candidate:
     key: str
     value: str
     confidence: float
+
+
+Rule = Callable[[str], Candidate | None]
+
+
+def anchored(pattern: str) -> Callable[[Callable[[re.Match[str]], Candidate | None]], Rule]:
+    """A rule from a pattern matched (ignoring case) at the start of a clause and a reading of
+    its match: a clause the pattern does not match yields no candidate."""
+    compiled = re.compile(pattern, _I)
+
+    def decorate(read: Callable[[re.Match[str]], Candidate | None]) -> Rule:
+        @functools.wraps(read)
+        def rule(clause: str) -> Candidate | None:
+            m = compiled.match(clause)
+            return read(m) if m else None
+
+        return rule
+
+    return decorate
 
 
 def strip_fillers(text: str) -> str:

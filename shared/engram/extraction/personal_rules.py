@@ -5,16 +5,20 @@ each anchored at the start of a clause. The first rule that matches a clause win
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from engram.extraction.clauses import Candidate, clean_value, strip_fillers, words_of
+from engram.extraction.clauses import (
+    Candidate,
+    Rule,
+    anchored,
+    bounded,
+    clean_value,
+    strip_fillers,
+    words_of,
+)
 from engram.extraction.sanitize import normalise_key
 
 _I = re.IGNORECASE
 
-_NAME = re.compile(
-    r"^(?:(?:please\s+)?(?:you\s+can\s+)?call\s+me|my\s+name\s+is|my\s+name's)\s+(?P<v>.+)$", _I
-)
 _NAME_NOT_FIRST = frozenset(
     [
         "not",
@@ -54,12 +58,9 @@ _NAME_NOT_FIRST = frozenset(
 _NAME_STOP = re.compile(r"\b(?:please|and|but|from|instead|thanks|thank)\b.*$", _I)
 
 
-def _rule_name(clause: str) -> Candidate | None:
-    m = _NAME.match(clause)
-    if not m:
-        return None
-    raw = _NAME_STOP.sub("", m.group("v"))
-    value = clean_value(raw)
+@anchored(r"^(?:(?:please\s+)?(?:you\s+can\s+)?call\s+me|my\s+name\s+is|my\s+name's)\s+(?P<v>.+)$")
+def _rule_name(m: re.Match[str]) -> Candidate | None:
+    value = clean_value(_NAME_STOP.sub("", m.group("v")))
     words = words_of(value)
     if not words or len(words) > 3 or words[0].lower() in _NAME_NOT_FIRST:
         return None
@@ -68,34 +69,27 @@ def _rule_name(clause: str) -> Candidate | None:
     return Candidate("name", value, 0.9)
 
 
-_PREFER = re.compile(
-    r"^i(?:'d|\s+would)?\s+(?:really\s+|much\s+|strongly\s+|generally\s+|usually\s+|always\s+)?"
-    r"prefer\s+(?P<x>.+)$",
-    _I,
-)
 _PREFER_OVER = re.compile(r"^(?P<a>.+?)\s+(?:over|to|rather\s+than|instead\s+of)\s+(?P<b>.+)$", _I)
 _PREFER_AS = re.compile(r"^(?P<a>.+?)\s+as\s+(?:my|the|our)\s+(?P<t>.+)$", _I)
 _PREFER_FOR = re.compile(r"^(?P<a>.+?)\s+for\s+(?P<t>.+)$", _I)
 
 
-def _rule_prefer(clause: str) -> Candidate | None:
-    m = _PREFER.match(clause)
-    if not m:
-        return None
+@anchored(
+    r"^i(?:'d|\s+would)?\s+(?:really\s+|much\s+|strongly\s+|generally\s+|usually\s+|always\s+)?"
+    r"prefer\s+(?P<x>.+)$"
+)
+def _rule_prefer(m: re.Match[str]) -> Candidate | None:
     x = m.group("x")
     if (o := _PREFER_OVER.match(x)) and not x.lower().startswith(("to ", "not ")):
-        a, b = clean_value(o.group("a")), clean_value(o.group("b"))
-        if a and b and len(words_of(a)) <= 3 and len(words_of(b)) <= 3:
+        a, b = bounded(o.group("a"), 3), bounded(o.group("b"), 3)
+        if a and b:
             first, second = sorted((normalise_key(a), normalise_key(b)))
             return Candidate(f"{first} vs {second}", f"Prefers {a} over {b}", 0.75)
-    if o := _PREFER_AS.match(x):
-        a, t = clean_value(o.group("a")), clean_value(o.group("t"))
-        if a and t and len(words_of(t)) <= 4:
-            return Candidate(f"preferred {t}", a, 0.75)
-    if o := _PREFER_FOR.match(x):
-        a, t = clean_value(o.group("a")), clean_value(o.group("t"))
-        if a and t and len(words_of(t)) <= 4:
-            return Candidate(f"preference for {t}", a, 0.75)
+    for pattern, prefix in ((_PREFER_AS, "preferred"), (_PREFER_FOR, "preference for")):
+        if o := pattern.match(x):
+            a, t = clean_value(o.group("a")), bounded(o.group("t"), 4)
+            if a and t:
+                return Candidate(f"{prefix} {t}", a, 0.75)
     thing = clean_value(x)
     lowered = thing.lower()
     if not thing or (lowered.startswith("not ") and not lowered.startswith("not to ")):
@@ -118,12 +112,6 @@ _OPINION_VERBS = {
     "do not like": "Dislikes",
     "really like": "Likes",
 }
-_OPINION = re.compile(
-    r"^i\s+(?:really\s+|absolutely\s+|just\s+|totally\s+)?"
-    r"(?P<verb>like|love|adore|enjoy|hate|dislike|detest|can't\s+stand|cannot\s+stand|"
-    r"don't\s+like|do\s+not\s+like)\s+(?P<x>.+)$",
-    _I,
-)
 _OPINION_STOP = {
     "it",
     "that",
@@ -145,10 +133,12 @@ _OPINION_STOP = {
 }
 
 
-def _rule_opinion(clause: str) -> Candidate | None:
-    m = _OPINION.match(clause)
-    if not m:
-        return None
+@anchored(
+    r"^i\s+(?:really\s+|absolutely\s+|just\s+|totally\s+)?"
+    r"(?P<verb>like|love|adore|enjoy|hate|dislike|detest|can't\s+stand|cannot\s+stand|"
+    r"don't\s+like|do\s+not\s+like)\s+(?P<x>.+)$"
+)
+def _rule_opinion(m: re.Match[str]) -> Candidate | None:
     thing = clean_value(m.group("x"))
     words = words_of(thing)
     if not words or len(words) > 6 or words[0].lower() in _OPINION_STOP:
@@ -157,41 +147,24 @@ def _rule_opinion(clause: str) -> Candidate | None:
     return Candidate(f"opinion on {thing}", f"{verb} {thing}", 0.6)
 
 
-_ALLERGY = re.compile(
+@anchored(
     r"^(?:i'm|i\s+am|im)\s+(?:very\s+|severely\s+|really\s+|deathly\s+)?allergic\s+to\s+"
-    r"(?P<x>.+)$",
-    _I,
+    r"(?P<x>.+)$"
 )
+def _rule_allergy(m: re.Match[str]) -> Candidate | None:
+    thing = bounded(m.group("x"), 6)
+    return Candidate(f"allergy {thing}", f"Allergic to {thing}", 0.9) if thing else None
 
 
-def _rule_allergy(clause: str) -> Candidate | None:
-    m = _ALLERGY.match(clause)
-    if not m:
-        return None
-    thing = clean_value(m.group("x"))
-    if not thing or len(words_of(thing)) > 6:
-        return None
-    return Candidate(f"allergy {thing}", f"Allergic to {thing}", 0.9)
-
-
-_DIET = re.compile(
+@anchored(
     r"^(?:i'm|i\s+am|im)\s+(?:an?\s+)?(?:strict\s+|full\s+)?(?P<x>vegetarian|vegan|"
     r"pescatarian|pescetarian|kosher|halal|gluten[- ]free|lactose[- ]intolerant|celiac|"
-    r"coeliac|diabetic)\b",
-    _I,
+    r"coeliac|diabetic)\b"
 )
-
-
-def _rule_diet(clause: str) -> Candidate | None:
-    m = _DIET.match(clause)
-    if not m:
-        return None
+def _rule_diet(m: re.Match[str]) -> Candidate | None:
     return Candidate("diet", m.group("x").lower(), 0.85)
 
 
-_WORK = re.compile(
-    r"^i\s+(?:currently\s+|now\s+|still\s+)?work\s+(?P<prep>at|for|on|as|in)\s+(?P<x>.+)$", _I
-)
 _EMPLOYER_CUT = re.compile(r"\s+(?:on|as|in|with|where|doing|since)\s.*$", _I)
 _WORK_KEYS = {
     "at": "employer",
@@ -202,10 +175,8 @@ _WORK_KEYS = {
 }
 
 
-def _rule_work(clause: str) -> Candidate | None:
-    m = _WORK.match(clause)
-    if not m:
-        return None
+@anchored(r"^i\s+(?:currently\s+|now\s+|still\s+)?work\s+(?P<prep>at|for|on|as|in)\s+(?P<x>.+)$")
+def _rule_work(m: re.Match[str]) -> Candidate | None:
     value = clean_value(m.group("x"))
     prep = m.group("prep").lower()
     if prep == "as":
@@ -217,59 +188,36 @@ def _rule_work(clause: str) -> Candidate | None:
     return Candidate(_WORK_KEYS[prep], value, 0.8)
 
 
-_LIVE = re.compile(
+@anchored(
     r"^(?:i\s+(?:currently\s+|now\s+|still\s+)?(?:live|reside)\s+in|"
-    r"(?:i'm|i\s+am|im)\s+(?:currently\s+|now\s+)?(?:based|located|living)\s+in)\s+(?P<x>.+)$",
-    _I,
+    r"(?:i'm|i\s+am|im)\s+(?:currently\s+|now\s+)?(?:based|located|living)\s+in)\s+(?P<x>.+)$"
 )
+def _rule_live(m: re.Match[str]) -> Candidate | None:
+    value = bounded(m.group("x"), 8)
+    return Candidate("location", value, 0.8) if value else None
 
 
-def _rule_live(clause: str) -> Candidate | None:
-    m = _LIVE.match(clause)
-    if not m:
-        return None
-    value = clean_value(m.group("x"))
-    if not value or len(words_of(value)) > 8:
-        return None
-    return Candidate("location", value, 0.8)
-
-
-_USE_FOR = re.compile(
+@anchored(
     r"^i\s+(?:usually\s+|always\s+|mostly\s+|mainly\s+|generally\s+|normally\s+)?use\s+"
-    r"(?P<x>.+?)\s+for\s+(?P<t>.+)$",
-    _I,
+    r"(?P<x>.+?)\s+for\s+(?P<t>.+)$"
 )
-
-
-def _rule_use_for(clause: str) -> Candidate | None:
-    m = _USE_FOR.match(clause)
-    if not m:
-        return None
-    tool = clean_value(m.group("x"))
-    task = clean_value(re.sub(r"\s+and\s.*$", "", m.group("t"), flags=_I))
-    if not tool or not task or len(words_of(tool)) > 5 or len(words_of(task)) > 4:
+def _rule_use_for(m: re.Match[str]) -> Candidate | None:
+    tool = bounded(m.group("x"), 5)
+    task = bounded(re.sub(r"\s+and\s.*$", "", m.group("t"), flags=_I), 4)
+    if not tool or not task:
         return None
     return Candidate(f"tool for {task}", tool, 0.7)
 
 
-_ALWAYS = re.compile(r"^(?:please\s+)?(?P<m>always|never)\s+(?P<x>.+)$", _I)
-
-
-def _rule_always(clause: str) -> Candidate | None:
-    m = _ALWAYS.match(clause)
-    if not m:
-        return None
+@anchored(r"^(?:please\s+)?(?P<m>always|never)\s+(?P<x>.+)$")
+def _rule_always(m: re.Match[str]) -> Candidate | None:
     mode = m.group("m").lower()
-    what = clean_value(m.group("x"), cut=False)
-    if not what or what.lower().startswith("mind") or len(words_of(what)) > 25:
+    what = bounded(m.group("x"), 25, cut=False)
+    if not what or what.lower().startswith("mind"):
         return None
     return Candidate(f"{mode} {what}", f"Wants the assistant to {mode} {what}", 0.8)
 
 
-_MY_IS = re.compile(
-    r"^my\s+(?P<t>[^\W\d][\w' -]*?)\s+(?:is|are|'s)\s+(?P<called>(?:called|named)\s+)?(?P<v>.+)$",
-    _I,
-)
 _MY_STOP = {
     "question",
     "problem",
@@ -359,10 +307,10 @@ _MY_ALIASES = {
 }
 
 
-def _rule_my_is(clause: str) -> Candidate | None:
-    m = _MY_IS.match(clause)
-    if not m:
-        return None
+@anchored(
+    r"^my\s+(?P<t>[^\W\d][\w' -]*?)\s+(?:is|are|'s)\s+(?P<called>(?:called|named)\s+)?(?P<v>.+)$"
+)
+def _rule_my_is(m: re.Match[str]) -> Candidate | None:
     topic = normalise_key(m.group("t"))
     words = topic.split()
     if not words or len(words) > 4 or words[-1] in _MY_STOP or words[0] in ("own", "only"):
@@ -380,7 +328,7 @@ def _rule_my_is(clause: str) -> Candidate | None:
     return Candidate(topic, value, 0.8)
 
 
-PERSONAL_RULES: tuple[Callable[[str], Candidate | None], ...] = (
+PERSONAL_RULES: tuple[Rule, ...] = (
     _rule_name,
     _rule_allergy,
     _rule_diet,
@@ -393,28 +341,31 @@ PERSONAL_RULES: tuple[Callable[[str], Candidate | None], ...] = (
     _rule_my_is,
 )
 
-_REMEMBER = re.compile(
-    r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?:remember|note|keep\s+in\s+mind|don't\s+forget)\s+(?:that\s+)?(?P<x>.+)$",
-    _I,
-)
 _REMEMBER_NOISE = re.compile(r"^(?:to|this|it|me|that|what|how|when|where|why|who)\b", _I)
 _SUBJECT = re.compile(
     r"^(?:the|our|my|a|an)?\s*(?P<s>[^\W\d][\w' -]{0,40}?)\s+(?:is|are|will\s+be|was|has)\s+\S", _I
 )
 
 
-def rule_remember(clause: str) -> Candidate | None:
-    m = _REMEMBER.match(clause)
-    if not m:
-        return None
+def first_match(clause: str) -> Candidate | None:
+    for rule in PERSONAL_RULES:
+        found = rule(clause)
+        if found is not None:
+            return found
+    return None
+
+
+@anchored(
+    r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:remember|note|keep\s+in\s+mind|don't\s+forget)\s+(?:that\s+)?(?P<x>.+)$"
+)
+def rule_remember(m: re.Match[str]) -> Candidate | None:
     inner = strip_fillers(m.group("x").strip().rstrip("?"))
     if not inner or _REMEMBER_NOISE.match(inner):
         return None
-    for rule in PERSONAL_RULES:
-        found = rule(inner)
-        if found is not None:
-            return Candidate(found.key, found.value, max(found.confidence, 0.85))
+    found = first_match(inner)
+    if found is not None:
+        return Candidate(found.key, found.value, max(found.confidence, 0.85))
     value = clean_value(inner, cut=False)
     if not value:
         return None
@@ -424,11 +375,3 @@ def rule_remember(clause: str) -> Candidate | None:
     else:
         key = "note " + " ".join(words_of(value)[:5])
     return Candidate(key, value, 0.85)
-
-
-def first_match(clause: str) -> Candidate | None:
-    for rule in PERSONAL_RULES:
-        found = rule(clause)
-        if found is not None:
-            return found
-    return None
