@@ -66,25 +66,28 @@ class Decision:
         return 0 if self.allowed else max(1, math.ceil(self.retry_after_ms / 1000))
 
 
+@dataclass(frozen=True)
+class Hit:
+    """One request on a counter: ``cost`` units against ``limit`` per ``window_ms``, at the
+    caller's ``now_ms``, by ``algorithm``."""
+
+    cost: int
+    limit: int
+    window_ms: int
+    now_ms: int
+    algorithm: Algorithm
+
+
 class RateLimitStore(Protocol):
     """One atomic admit-or-refuse step on the counter of ``key``.
 
     Implementations must admit all of ``cost`` or nothing, and must be atomic across
-    processes (a Lua script in Redis; a lock in memory). ``now_ms`` is the caller's clock;
-    stores may keep keys alive no longer than about one window past the last admitted unit.
-    Raise ``engram.errors.Unavailable`` when the backing service cannot answer.
+    processes (a Lua script in Redis; a lock in memory). ``Hit.now_ms`` is the caller's
+    clock; stores may keep keys alive no longer than about one window past the last admitted
+    unit. Raise ``engram.errors.Unavailable`` when the backing service cannot answer.
     """
 
-    def hit(
-        self,
-        key: str,
-        *,
-        cost: int,
-        limit: int,
-        window_ms: int,
-        now_ms: int,
-        algorithm: Algorithm,
-    ) -> Decision: ...
+    def hit(self, key: str, request: Hit) -> Decision: ...
 
     def reset(self, key: str, *, window_ms: int, now_ms: int) -> None:
         """Forget the counter of ``key`` (tests, erasure): the sliding log, and the fixed
@@ -142,14 +145,8 @@ class RateLimiter:
                 allowed=False, limit=self.limit, remaining=0, retry_after_ms=self.window_ms
             )
         try:
-            return self.store.hit(
-                self.key(identity_id),
-                cost=cost,
-                limit=self.limit,
-                window_ms=self.window_ms,
-                now_ms=self.clock.now_ms(),
-                algorithm=self.algorithm,
-            )
+            request = Hit(cost, self.limit, self.window_ms, self.clock.now_ms(), self.algorithm)
+            return self.store.hit(self.key(identity_id), request)
         except Unavailable:
             if not self.fail_open:
                 raise
@@ -187,13 +184,12 @@ class RateLimiter:
         )
 
 
-def sliding_window(
-    entries: Sequence[tuple[int, int]], *, cost: int, limit: int, window_ms: int, now_ms: int
-) -> Decision:
+def sliding_window(entries: Sequence[tuple[int, int]], request: Hit) -> Decision:
     """The sliding-log step as a pure function over the live ``(time_ms, cost)`` entries
     (oldest first; those with ``time_ms <= now_ms - window_ms`` already dropped). The caller
     appends ``(now_ms, cost)`` when the decision is ``allowed``. The Redis script implements
     the same rule."""
+    cost, limit, window_ms, now_ms = request.cost, request.limit, request.window_ms, request.now_ms
     used = sum(c for _, c in entries)
     if used + cost <= limit:
         return Decision(allowed=True, limit=limit, remaining=limit - used - cost, retry_after_ms=0)
@@ -210,11 +206,10 @@ def sliding_window(
     )
 
 
-def fixed_window(
-    used: int, *, cost: int, limit: int, window_ms: int, now_ms: int
-) -> tuple[Decision, int]:
+def fixed_window(used: int, request: Hit) -> tuple[Decision, int]:
     """The fixed-window step as a pure function: ``(decision, new_used)`` for the window that
     contains ``now_ms`` (``used`` units already admitted in it)."""
+    cost, limit, window_ms, now_ms = request.cost, request.limit, request.window_ms, request.now_ms
     window_end = (now_ms // window_ms + 1) * window_ms
     if used + cost > limit:
         return (

@@ -26,13 +26,15 @@ import hashlib
 import threading
 import uuid
 from bisect import insort
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import redis
 
 from engram.adapters.redis_client import RedisClient
 from engram.errors import Unavailable
-from engram.ratelimit import Algorithm, Decision, RateLimiter, fixed_window, sliding_window
+from engram.ratelimit import Algorithm, Decision, Hit, RateLimiter, fixed_window, sliding_window
 from engram.settings import Settings
 
 # KEYS[1] key; ARGV: cost, limit, window_ms, now_ms, algorithm ('sliding' | 'fixed'), token
@@ -90,6 +92,15 @@ def hashed_key(prefix: str, key: str) -> str:
     return f"{prefix}:rl:{{{digest}}}"
 
 
+@contextmanager
+def _reachable() -> Iterator[None]:
+    """Connection errors and timeouts of the block as ``Unavailable``."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise Unavailable(f"rate limit store unavailable: {type(exc).__name__}") from exc
+
+
 class RedisRateLimitStore:
     """``RateLimitStore`` on Redis: one round trip per check (see the module docstring)."""
 
@@ -107,27 +118,15 @@ class RedisRateLimitStore:
         # the fixed window's key names its window: same hash tag, so the same slot
         return f"{base}:{now_ms // window_ms}" if algorithm == "fixed" else base
 
-    def hit(
-        self,
-        key: str,
-        *,
-        cost: int,
-        limit: int,
-        window_ms: int,
-        now_ms: int,
-        algorithm: Algorithm,
-    ) -> Decision:
-        try:
+    def hit(self, key: str, request: Hit) -> Decision:
+        name = self._key_for(key, request.algorithm, request.now_ms, request.window_ms)
+        args = [request.cost, request.limit, request.window_ms, request.now_ms, request.algorithm]
+        with _reachable():
             self.round_trips += 1
-            allowed, remaining, retry_ms = self._script(
-                keys=[self._key_for(key, algorithm, now_ms, window_ms)],
-                args=[cost, limit, window_ms, now_ms, algorithm, uuid.uuid4().hex],
-            )
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise Unavailable(f"rate limit store unavailable: {type(exc).__name__}") from exc
+            allowed, remaining, retry_ms = self._script(keys=[name], args=[*args, uuid.uuid4().hex])
         return Decision(
             allowed=bool(int(allowed)),
-            limit=limit,
+            limit=request.limit,
             remaining=int(remaining),
             retry_after_ms=int(retry_ms),
         )
@@ -139,10 +138,8 @@ class RedisRateLimitStore:
         index = now_ms // window_ms
         names = [self.redis_key(key)]
         names += [self._key_for(key, "fixed", i * window_ms, window_ms) for i in (index - 1, index)]
-        try:
+        with _reachable():
             self.client.delete(*names)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise Unavailable(f"rate limit store unavailable: {type(exc).__name__}") from exc
 
 
 class InMemoryRateLimitStore:
@@ -153,33 +150,21 @@ class InMemoryRateLimitStore:
         self._log: dict[str, list[tuple[int, int]]] = {}
         self._fixed: dict[str, tuple[int, int]] = {}  # key -> (window index, used)
 
-    def hit(
-        self,
-        key: str,
-        *,
-        cost: int,
-        limit: int,
-        window_ms: int,
-        now_ms: int,
-        algorithm: Algorithm,
-    ) -> Decision:
+    def hit(self, key: str, request: Hit) -> Decision:
+        now_ms, window_ms = request.now_ms, request.window_ms
         with self._lock:
-            if algorithm == "fixed":
+            if request.algorithm == "fixed":
                 index = now_ms // window_ms
                 seen_index, used = self._fixed.get(key, (index, 0))
                 if seen_index != index:
                     used = 0
-                decision, used = fixed_window(
-                    used, cost=cost, limit=limit, window_ms=window_ms, now_ms=now_ms
-                )
+                decision, used = fixed_window(used, request)
                 self._fixed[key] = (index, used)
                 return decision
             log = [e for e in self._log.get(key, []) if e[0] > now_ms - window_ms]
-            decision = sliding_window(
-                log, cost=cost, limit=limit, window_ms=window_ms, now_ms=now_ms
-            )
+            decision = sliding_window(log, request)
             if decision.allowed:
-                insort(log, (now_ms, cost))
+                insort(log, (now_ms, request.cost))
             self._log[key] = log
             return decision
 

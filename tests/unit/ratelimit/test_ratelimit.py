@@ -17,7 +17,7 @@ from engram.adapters.redis_ratelimit import (
 from engram.api.errors import error_response
 from engram.clock import FakeClock
 from engram.errors import InvalidInput, RateLimited, Unavailable
-from engram.ratelimit import Algorithm, Decision, RateLimiter
+from engram.ratelimit import Algorithm, Decision, Hit, RateLimiter
 from engram.settings import Settings
 
 
@@ -156,7 +156,7 @@ def test_bad_configuration_names_the_field() -> None:
 
 
 class DownStore:
-    def hit(self, key: str, **kwargs: object) -> Decision:
+    def hit(self, key: str, request: Hit) -> Decision:
         raise Unavailable("redis down")
 
     def reset(self, key: str, **kwargs: object) -> None:
@@ -228,7 +228,7 @@ def test_redis_connection_error_becomes_unavailable() -> None:
     server.connected = False
     store = RedisRateLimitStore(fakeredis.FakeRedis(server=server))
     with pytest.raises(Unavailable):
-        store.hit("k", cost=1, limit=1, window_ms=1000, now_ms=0, algorithm="sliding")
+        store.hit("k", Hit(cost=1, limit=1, window_ms=1000, now_ms=0, algorithm="sliding"))
     degraded = RateLimiter(store, limit=1).check("u")
     assert degraded.degraded
 
