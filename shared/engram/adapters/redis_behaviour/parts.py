@@ -6,8 +6,11 @@ on one server and key prefix resolve to one store in ``engram.consolidate``.
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 from engram.adapters.redis_behaviour.store import RedisBehaviourStore
 from engram.adapters.redis_client import RedisClient
+from engram.behaviour.ports import CheckpointView
 from engram.clock import Clock
 
 
@@ -19,26 +22,23 @@ class RedisFactRepository(RedisBehaviourStore):
     """The store, named for its facts (``get``, ``upsert``, ``upsert_batch``, ``delete``)."""
 
 
-class RedisCheckpointStore:
-    """The checkpoint (``get``, ``set``) of the store on ``client`` under ``prefix``."""
+class StoreOptions(TypedDict, total=False):
+    """The keyword options of ``RedisBehaviourStore``."""
 
-    def __init__(
-        self,
-        client: RedisClient,
-        *,
-        prefix: str = "engram",
-        ttl_days: int = 90,
-        clock: Clock | None = None,
-    ) -> None:
-        self.store = RedisBehaviourStore(client, prefix=prefix, ttl_days=ttl_days, clock=clock)
+    prefix: str
+    ttl_days: int
+    clock: Clock | None
 
-    def get(self, identity_id: str) -> int | None:
-        return self.store.get_checkpoint(identity_id)
 
-    def set(self, identity_id: str, value: int) -> None:
-        """Set the checkpoint and, atomically, drain the pending counts of the observations
-        it now covers (else they would be consolidated again by a later round)."""
-        self.store.set_checkpoint(identity_id, value)
+class RedisCheckpointStore(CheckpointView):
+    """The checkpoint (``get``, ``set``) of the store on ``client`` under ``prefix``. ``set``
+    also drains, atomically, the pending counts of the observations the checkpoint now covers
+    (else they would be consolidated again by a later round)."""
+
+    store: RedisBehaviourStore
+
+    def __init__(self, client: RedisClient, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(RedisBehaviourStore(client, **options))
 
     def behaviour_store(self) -> RedisBehaviourStore:
         return self.store
