@@ -10,19 +10,19 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any
 
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.ports import (
     BehaviourStore,
     RoundInput,
-    aggregate,
+    RoundWrite,
     decode_identity_cursor,
-    encode_identity_cursor,
+    keyset_answer,
+    offset_answer,
     page_after,
 )
 from engram.clock import Clock, SystemClock
-from engram.errors import InvalidInput
 
 _GENERATIONS = itertools.count(1)
 
@@ -174,29 +174,16 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository, Beh
     def read_round(self, identity_id: str) -> RoundInput:
         with self._lock:
             cursor = self._cursor.get(identity_id, 0)
-            pending = self.since(identity_id, cursor)
-            return RoundInput(
+            return RoundInput.of_pending(
+                self.since(identity_id, cursor),
                 cursor=cursor,
                 version=self._version.get(identity_id, 0),
                 facts=self.get(identity_id),
-                groups=aggregate(pending),
-                observation_count=len(pending),
-                max_seq=max((o.seq or 0 for o in pending), default=cursor),
-                max_created_at=max((o.created_at for o in pending), default=0),
                 token=self._gen.get(identity_id),
             )
 
-    def commit_round(
-        self,
-        identity_id: str,
-        *,
-        read: RoundInput,
-        upserts: Sequence[Fact],
-        deletes: Sequence[str],
-        prune_before_ms: int,
-        hard_prune_before_ms: int,
-        now_ms: int,
-    ) -> bool:
+    def apply_round(self, identity_id: str, write: RoundWrite) -> bool:
+        read = write.read
         with self._lock:
             if (
                 self._gen.get(identity_id) != read.token
@@ -205,15 +192,15 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository, Beh
             ):
                 return False
             store = self._facts.setdefault(identity_id, {})
-            for fact in upserts:
+            for fact in write.upserts:
                 store[fact.id] = fact.model_copy()
-            for fid in deletes:
+            for fid in write.deletes:
                 store.pop(fid, None)
             self._bump(identity_id)
-            self._active[identity_id] = now_ms
+            self._active[identity_id] = write.now_ms
             self._cursor[identity_id] = read.max_seq
-            self.prune(identity_id, prune_before_ms, up_to_seq=read.max_seq)
-            self.prune(identity_id, hard_prune_before_ms)
+            self.prune(identity_id, write.prune_before_ms, up_to_seq=read.max_seq)
+            self.prune(identity_id, write.hard_prune_before_ms)
             return True
 
     def erase(self, identity_id: str) -> dict[str, int]:
@@ -229,17 +216,9 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository, Beh
         return {"observations": len(obs), "facts": len(facts)}
 
     def export(self, identity_id: str) -> dict[str, Any]:
+        """The derived export, under the lock: one snapshot."""
         with self._lock:
-            return {
-                "identityId": identity_id,
-                "checkpoint": self._cursor.get(identity_id),
-                "observations": [
-                    o.model_dump(by_alias=True) for o in self.since(identity_id, None)
-                ],
-                "facts": [
-                    f.model_dump(by_alias=True, exclude_none=True) for f in self.get(identity_id)
-                ],
-            }
+            return super().export(identity_id)
 
     def remove_if_empty(self, identity_id: str) -> bool:
         """Atomically drop an identity that holds no observation and no fact."""
@@ -249,36 +228,26 @@ class InMemoryBehaviourStore(InMemoryObservationLog, InMemoryFactRepository, Beh
             self.erase(identity_id)
             return True
 
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]: ...
-
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
-    ) -> tuple[list[str], str]: ...
-
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
-    ) -> tuple[list[str], int] | tuple[list[str], str]:
-        """As ``RedisBehaviourStore.list_identities``: int offsets or opaque str cursors."""
-        if limit < 1:
-            raise InvalidInput("limit", "must be at least 1")
+    def _index_rows(self, active_before_ms: int | None) -> list[tuple[str, float]]:
+        """The identity index (id, last activity), least recently active first."""
         with self._lock:
-            rows = [
+            return [
                 (i, float(t))
                 for i, t in sorted(self._active.items(), key=lambda kv: (kv[1], kv[0]))
                 if active_before_ms is None or t < active_before_ms
             ]
-        if isinstance(cursor, int):
-            if cursor < 0:
-                raise InvalidInput("cursor", "must be a non-negative offset")
-            ids = [i for i, _ in rows[cursor : cursor + limit]]
-            return ids, (cursor + len(ids) if len(ids) == limit else 0)
+
+    def identities_at(
+        self, offset: int, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], int]:
+        ids = [i for i, _ in self._index_rows(active_before_ms)[offset : offset + limit]]
+        return offset_answer(ids, offset, limit)
+
+    def identities_after(
+        self, cursor: str, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], str]:
+        rows = self._index_rows(active_before_ms)
         page = (
             rows[:limit] if not cursor else page_after(rows, decode_identity_cursor(cursor), limit)
         )
-        if len(page) < limit:
-            return [i for i, _ in page], ""
-        return [i for i, _ in page], encode_identity_cursor(page[-1][1], page[-1][0])
+        return keyset_answer(page, limit)

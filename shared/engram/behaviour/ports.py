@@ -2,8 +2,9 @@
 
 A backend implements the primitives of ``BehaviourStore`` (abstract methods); everything else
 (``upsert``, ``delete_fact``, ``checkpoints``, ``append_many``, ``delete_unchanged``,
-``export``, and an unfenced ``read_round``/``commit_round``) is derived from them once, here.
-A backend that can read a round at once and commit it fenced overrides those two.
+``export``, ``list_identities`` over its two page primitives, and an unfenced
+``read_round``/``commit_round``) is derived from them once, here. A backend that can read a
+round at once and commit it fenced overrides ``read_round`` and ``apply_round``.
 
 The checkpoint is an *arrival sequence* (the cursor of the log), never client time, so a late
 or same-millisecond observation is never skipped.
@@ -100,6 +101,41 @@ class RoundInput:
     max_seq: int = 0
     max_created_at: int = 0
     token: Any = None  # store-specific data the commit needs back (e.g. what was read)
+
+    @classmethod
+    def of_pending(
+        cls,
+        pending: Sequence[Observation],
+        *,
+        cursor: int,
+        version: int,
+        facts: list[Fact],
+        token: Any = None,
+    ) -> RoundInput:
+        """The round over ``pending`` (the observations after ``cursor``), grouped by key."""
+        return cls(
+            cursor=cursor,
+            version=version,
+            facts=facts,
+            groups=aggregate(pending),
+            observation_count=len(pending),
+            max_seq=max((o.seq or 0 for o in pending), default=cursor),
+            max_created_at=max((o.created_at for o in pending), default=0),
+            token=token,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RoundWrite:
+    """What one consolidation round writes over what it ``read``: facts to upsert and to
+    delete, the new cursor ``read.max_seq``, and the bounds of the two prunes."""
+
+    read: RoundInput
+    upserts: Sequence[Fact]
+    deletes: Sequence[str]
+    prune_before_ms: int
+    hard_prune_before_ms: int
+    now_ms: int
 
 
 def _label(obs_type: ObservationType, metadata: dict[str, Any]) -> str:
@@ -202,6 +238,19 @@ def decode_identity_cursor(cursor: str) -> tuple[float, str]:
     return score, identity_id
 
 
+def offset_answer(ids: list[str], offset: int, limit: int) -> tuple[list[str], int]:
+    """The ids of an offset page and the offset after it (``0`` when the page is the last)."""
+    return ids, (offset + len(ids) if len(ids) == limit else 0)
+
+
+def keyset_answer(page: Sequence[tuple[str, float]], limit: int) -> tuple[list[str], str]:
+    """The ids of a keyset page and the cursor after it (``""`` when the page is the last)."""
+    ids = [member for member, _ in page]
+    if len(page) < limit:
+        return ids, ""
+    return ids, encode_identity_cursor(page[-1][1], page[-1][0])
+
+
 def page_after(
     rows: Iterable[tuple[str, float]], after: tuple[float, str], limit: int
 ) -> list[tuple[str, float]]:
@@ -238,7 +287,7 @@ class BehaviourStore(ABC):
     """One backing store for everything behavioural memory keeps (Redis or in-memory).
 
     Subclasses implement the abstract primitives; the other methods are derived from them.
-    The derived ``read_round``/``commit_round`` are correct for one round at a time (a crash
+    The derived ``read_round``/``apply_round`` are correct for one round at a time (a crash
     between writing facts and the checkpoint never reinforces twice: each fact remembers the
     arrival sequence it was reinforced up to); a backend overrides them to read at once and
     to commit only if nothing changed since the read (then concurrent rounds are safe too).
@@ -285,6 +334,20 @@ class BehaviourStore(ABC):
     def remove_if_empty(self, identity_id: str) -> bool:
         """Atomically drop an identity that holds nothing; False (nothing changed) otherwise."""
 
+    @abstractmethod
+    def identities_at(
+        self, offset: int, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], int]:
+        """``list_identities`` from an offset (both checked): the page and the next offset."""
+
+    @abstractmethod
+    def identities_after(
+        self, cursor: str, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], str]:
+        """``list_identities`` after a keyset cursor (``limit`` checked): the page and the
+        next cursor."""
+
+    # --- derived -----------------------------------------------------------------------
     @overload
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
@@ -295,7 +358,6 @@ class BehaviourStore(ABC):
         self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
     ) -> tuple[list[str], str]: ...
 
-    @abstractmethod
     def list_identities(
         self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
     ) -> tuple[list[str], int] | tuple[list[str], str]:
@@ -308,8 +370,14 @@ class BehaviourStore(ABC):
         skipped; one that becomes active again during the pass moves behind the cursor and
         may be listed twice. Offsets shift when earlier entries are removed.
         """
+        if limit < 1:
+            raise InvalidInput("limit", "must be at least 1")
+        if isinstance(cursor, str):
+            return self.identities_after(cursor, limit=limit, active_before_ms=active_before_ms)
+        if cursor < 0:
+            raise InvalidInput("cursor", "must be a non-negative offset")
+        return self.identities_at(cursor, limit=limit, active_before_ms=active_before_ms)
 
-    # --- derived -----------------------------------------------------------------------
     def upsert(self, identity_id: str, fact: Fact) -> None:
         self.upsert_batch(identity_id, [fact])
 
@@ -369,16 +437,11 @@ class BehaviourStore(ABC):
         """Everything one consolidation round reads. The facts are the caller's to change
         (fresh objects, never the store's own)."""
         checkpoint = self.get_checkpoint(identity_id)
-        pending = self.since(identity_id, checkpoint)
-        cursor = checkpoint or 0
-        return RoundInput(
-            cursor=cursor,
+        return RoundInput.of_pending(
+            self.since(identity_id, checkpoint),
+            cursor=checkpoint or 0,
             version=0,
             facts=[f.evolve() for f in self.get(identity_id)],
-            groups=aggregate(pending),
-            observation_count=len(pending),
-            max_seq=max((o.seq or 0 for o in pending), default=cursor),
-            max_created_at=max((o.created_at for o in pending), default=0),
         )
 
     def commit_round(
@@ -392,17 +455,22 @@ class BehaviourStore(ABC):
         hard_prune_before_ms: int,
         now_ms: int,
     ) -> bool:
-        """Write facts, deletes, the new cursor (``read.max_seq``) and prune. A fenced
-        backend applies it only if the cursor and fact version are still those of ``read``
-        and returns False when fenced out; derived, it writes facts first and the checkpoint
-        last, and returns True."""
-        if upserts:
-            self.upsert_batch(identity_id, upserts)
-        if deletes:
-            self.delete(identity_id, deletes)
-        self.set_checkpoint(identity_id, read.max_seq)
-        self.prune(identity_id, prune_before_ms, up_to_seq=read.max_seq)
-        self.prune(identity_id, hard_prune_before_ms)
+        """Write facts, deletes, the new cursor (``read.max_seq``) and prune, as one
+        ``RoundWrite`` given to ``apply_round``; False when a fenced backend refused it."""
+        write = RoundWrite(read, upserts, deletes, prune_before_ms, hard_prune_before_ms, now_ms)
+        return self.apply_round(identity_id, write)
+
+    def apply_round(self, identity_id: str, write: RoundWrite) -> bool:
+        """Apply one round's writes. A fenced backend applies them only if the cursor and
+        fact version are still those of ``write.read`` and returns False when fenced out;
+        derived, it writes facts first and the checkpoint last, and returns True."""
+        if write.upserts:
+            self.upsert_batch(identity_id, write.upserts)
+        if write.deletes:
+            self.delete(identity_id, write.deletes)
+        self.set_checkpoint(identity_id, write.read.max_seq)
+        self.prune(identity_id, write.prune_before_ms, up_to_seq=write.read.max_seq)
+        self.prune(identity_id, write.hard_prune_before_ms)
         return True
 
 

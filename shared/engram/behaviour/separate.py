@@ -8,7 +8,6 @@ any clients), else ``SeparateStores`` over the three.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import overload
 
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.ports import (
@@ -74,17 +73,12 @@ class SeparateStores(BehaviourStore):
     def remove_if_empty(self, identity_id: str) -> bool:
         raise NotImplementedError("separate stores have no identity index")
 
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]: ...
+    def identities_at(
+        self, offset: int, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], int]:
+        raise NotImplementedError("separate stores have no identity index")
 
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
-    ) -> tuple[list[str], str]: ...
-
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
-    ) -> tuple[list[str], int] | tuple[list[str], str]:
+    def identities_after(
+        self, cursor: str, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], str]:
         raise NotImplementedError("separate stores have no identity index")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from engram.adapters.redis_behaviour.log_codec import as_text
 from engram.adapters.redis_client import RedisClient
-from engram.behaviour.ports import decode_identity_cursor, encode_identity_cursor, page_after
-from engram.errors import InvalidInput
+from engram.behaviour.ports import decode_identity_cursor, keyset_answer, offset_answer, page_after
 
 
 def _high(active_before_ms: int | None) -> int | str:
@@ -15,14 +14,10 @@ def _high(active_before_ms: int | None) -> int | str:
 def offset_page(
     client: RedisClient, key: str, *, active_before_ms: int | None, offset: int, limit: int
 ) -> tuple[list[str], int]:
-    """One page at an offset and the next offset (``0`` when done), in one round trip."""
-    if limit < 1:
-        raise InvalidInput("limit", "must be at least 1")
-    if offset < 0:
-        raise InvalidInput("cursor", "must be a non-negative offset")
+    """One page at an offset and the next offset (``0`` when done), in one round trip (the
+    store has checked ``offset`` and ``limit``)."""
     rows = client.zrangebyscore(key, "-inf", _high(active_before_ms), start=offset, num=limit)
-    ids = [as_text(r) for r in rows]
-    return ids, (offset + len(ids) if len(ids) == limit else 0)
+    return offset_answer([as_text(r) for r in rows], offset, limit)
 
 
 def keyset_page(
@@ -31,8 +26,6 @@ def keyset_page(
     """One page after a keyset cursor (``""`` to start), the next cursor (``""`` when done)
     and the round trips it took (more than one only when more identities share the cursor's
     own score than one batch holds)."""
-    if limit < 1:
-        raise InvalidInput("limit", "must be at least 1")
     after = decode_identity_cursor(cursor) if cursor else None
     low = "-inf" if after is None else repr(after[0])
     page: list[tuple[str, float]] = []
@@ -48,7 +41,5 @@ def keyset_page(
         if len(page) == limit or len(raw) < batch:
             break
         offset += batch
-    ids = [m for m, _ in page]
-    if len(page) < limit:
-        return ids, "", trips
-    return ids, encode_identity_cursor(page[-1][1], page[-1][0]), trips
+    ids, next_cursor = keyset_answer(page, limit)
+    return ids, next_cursor, trips

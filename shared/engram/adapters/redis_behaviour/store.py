@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, overload
+from typing import Any
 
 from engram.adapters.redis_behaviour import index
 from engram.adapters.redis_behaviour.codec import (
@@ -45,7 +45,7 @@ from engram.adapters.redis_behaviour.log_codec import (
 from engram.adapters.redis_behaviour.scripts import ScriptRunner, server_of
 from engram.adapters.redis_client import RedisClient
 from engram.behaviour.models import TRUSTED, Fact, Observation
-from engram.behaviour.ports import BehaviourStore, RoundInput, whole_store
+from engram.behaviour.ports import BehaviourStore, RoundInput, RoundWrite, whole_store
 from engram.clock import MS_PER_DAY, Clock, SystemClock
 
 #: Commits with at least this many upserts rewrite the fact set through the stage hash.
@@ -168,30 +168,21 @@ class RedisBehaviourStore(ScriptRunner, BehaviourStore):
             self._run("unindex", [self.index_key], [identity_id, repr(float(score))])
         return True
 
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int = 0, limit: int = 100
-    ) -> tuple[list[str], int]: ...
+    def identities_at(
+        self, offset: int, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], int]:
+        self.round_trips += 1
+        return index.offset_page(
+            self.client,
+            self.index_key,
+            active_before_ms=active_before_ms,
+            offset=offset,
+            limit=limit,
+        )
 
-    @overload
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: str, limit: int = 100
-    ) -> tuple[list[str], str]: ...
-
-    def list_identities(
-        self, *, active_before_ms: int | None = None, cursor: int | str = 0, limit: int = 100
-    ) -> tuple[list[str], int] | tuple[list[str], str]:
-        """See ``BehaviourStore.list_identities``; ``active_before_ms`` keeps identities idle
-        since before that time."""
-        if isinstance(cursor, int):
-            self.round_trips += 1
-            return index.offset_page(
-                self.client,
-                self.index_key,
-                active_before_ms=active_before_ms,
-                offset=cursor,
-                limit=limit,
-            )
+    def identities_after(
+        self, cursor: str, *, limit: int, active_before_ms: int | None
+    ) -> tuple[list[str], str]:
         ids, after, trips = index.keyset_page(
             self.client,
             self.index_key,
@@ -292,30 +283,21 @@ class RedisBehaviourStore(ScriptRunner, BehaviourStore):
             token=_ReadToken(pending, pmaxts, as_text(gen) if gen is not None else "", rows),
         )
 
-    def commit_round(
-        self,
-        identity_id: str,
-        *,
-        read: RoundInput,
-        upserts: Sequence[Fact],
-        deletes: Sequence[str],
-        prune_before_ms: int,
-        hard_prune_before_ms: int,
-        now_ms: int,
-    ) -> bool:
+    def apply_round(self, identity_id: str, write: RoundWrite) -> bool:
         """The fenced commit. Few changes go to the script as arguments; many (at least
         ``stage_min_upserts``) are written as the whole new fact set to the stage hash and
         renamed over the facts hash by the script — plain ``HSET`` arguments cost Redis a
         tenth of what script arguments cost."""
+        read, upserts, deletes = write.read, write.upserts, write.deletes
         token = read.token if isinstance(read.token, _ReadToken) else _ReadToken(b"", 0, "", [])
         args: list[Any] = [
             read.cursor,
             read.version,
             read.max_seq,
-            now_ms,
+            write.now_ms,
             self.ttl_ms,
-            prune_before_ms,
-            hard_prune_before_ms,
+            write.prune_before_ms,
+            write.hard_prune_before_ms,
             token.pmaxts,
             token.gen,
             token.pending,
