@@ -14,9 +14,10 @@ names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 from pydantic.alias_generators import to_camel
 
 from engram.api.errors import ErrorCode, InvalidJsonError
@@ -68,14 +69,29 @@ PATH_PARAMETERS: dict[str, Any] = {
 
 
 class ResponseModel(BaseModel):
-    """Base of every response body: built with snake_case, serialised as camelCase."""
+    """Base of every response body: built with snake_case names, or read from the
+    same-named attributes of a domain object (``model_validate(obj)``); serialised as
+    camelCase."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         validate_by_alias=True,
         validate_by_name=True,
         serialize_by_alias=True,
+        from_attributes=True,
     )
+
+
+def epoch_ms(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+def _epoch_ms_of(value: Any) -> Any:
+    return epoch_ms(value) if isinstance(value, datetime) else value
+
+
+#: Milliseconds since the epoch; a ``datetime`` (how the domain keeps some times) is converted.
+EpochMs = Annotated[int, BeforeValidator(_epoch_ms_of)]
 
 
 # --- errors --------------------------------------------------------------------------------
@@ -146,8 +162,8 @@ class MemoryOut(ResponseModel):
     source_channel_id: str | None = None
     confidence: float
     status: MemoryStatus
-    created_at: int
-    updated_at: int
+    created_at: EpochMs
+    updated_at: EpochMs
     version: int = Field(
         description="One more with every change of the memory. The memory's `ETag` is this "
         'number in quotes (`"3"`); send it as `If-Match` to edit only what you read.'
@@ -189,7 +205,7 @@ class MemoryActionOut(ResponseModel):
     id: str
     action: str
     actor_id: str
-    at: int
+    at: EpochMs
     before: MemoryOut | None = None
     after: MemoryOut | None = None
 
@@ -311,7 +327,7 @@ class PersonaResponse(ResponseModel):
     memory_enabled: bool
     extraction: ExtractionSettingsOut
     retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
-    updated_at: int | None = None
+    updated_at: EpochMs | None = None
 
 
 class PersonaListResponse(ResponseModel):
@@ -324,7 +340,7 @@ class TeamSettingsResponse(ResponseModel):
     team_id: str
     memory_enabled: bool
     retention: RetentionSettingsOut = Field(default_factory=RetentionSettingsOut)
-    updated_at: int | None = None
+    updated_at: EpochMs | None = None
 
 
 # --- the caller's data ---------------------------------------------------------------------
@@ -395,13 +411,13 @@ class DomainInsightOut(ResponseModel):
 
 
 class ToolInsightsResponse(ResponseModel):
-    aggregated_at: int | None = Field(description="When the figures were aggregated (ms).")
+    aggregated_at: EpochMs | None = Field(description="When the figures were aggregated (ms).")
     min_users: int = Field(description="A row is shown only with at least this many users.")
     tools: list[ToolInsightOut]
 
 
 class DomainInsightsResponse(ResponseModel):
-    aggregated_at: int | None = Field(description="When the figures were aggregated (ms).")
+    aggregated_at: EpochMs | None = Field(description="When the figures were aggregated (ms).")
     min_users: int = Field(description="A row is shown only with at least this many users.")
     domains: list[DomainInsightOut]
 

@@ -1,24 +1,25 @@
 """Domain results as HTTP response models: the one place where the use cases' answers (facts,
 memories, personas, session contexts, exports, receipts) take the shapes of
-``engram.api.models``. The use cases never build these themselves."""
+``engram.api.models``. The use cases never build these themselves.
+
+A response model reads the same-named attributes of a domain object (``model_validate(obj)``,
+nested ones too: enums become their values, ``datetime`` epoch milliseconds); a presenter
+writes out only the fields that are named or gathered differently."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.api.errors import error_response
 from engram.api.models import (
     BulkReviewResponse,
     BulkReviewResult,
-    DomainInsightOut,
     DomainInsightsResponse,
     ErasureCounts,
     ErasureReceipt,
     ErrorDetail,
     ExportResponse,
-    ExtractionSettingsOut,
     FactOut,
     FactsResponse,
     MemoryActionOut,
@@ -29,22 +30,19 @@ from engram.api.models import (
     ObservationOut,
     PersonaListResponse,
     PersonaResponse,
-    RankedToolOut,
-    RetentionSettingsOut,
     ReviewListResponse,
     SessionResponse,
     SessionSections,
     TeamSettingsResponse,
     ToolCallResponse,
     ToolDefinition,
-    ToolInsightOut,
     ToolInsightsResponse,
     ToolRankResponse,
     ToolsResponse,
+    epoch_ms,
 )
-from engram.behaviour.models import Fact, Observation
+from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
-from engram.memories.inputs import RetentionRule
 from engram.memories.models import (
     Memory,
     MemoryPage,
@@ -62,24 +60,8 @@ if TYPE_CHECKING:
     from engram.use_cases.tool_ranking import ToolRanking
 
 
-def epoch_ms(value: datetime) -> int:
-    return int(value.timestamp() * 1000)
-
-
 def fact_out(fact: Fact) -> FactOut:
-    return FactOut(
-        id=fact.id,
-        identity_id=fact.identity_id,
-        category=fact.category.value,
-        subject=fact.subject,
-        content=fact.content,
-        confidence=fact.confidence,
-        reinforcement_count=fact.reinforcement_count,
-        last_reinforced_at=fact.last_reinforced_at,
-        created_at=fact.created_at,
-        updated_at=fact.updated_at,
-        ease_factor=fact.ease_factor,
-    )
+    return FactOut.model_validate(fact)
 
 
 def facts_response(facts: Sequence[Fact]) -> FactsResponse:
@@ -87,20 +69,7 @@ def facts_response(facts: Sequence[Fact]) -> FactsResponse:
 
 
 def memory_out(memory: Memory) -> MemoryOut:
-    return MemoryOut(
-        id=memory.id,
-        scope=memory.scope.value,
-        owner_id=memory.owner_id,
-        user_id=memory.user_id,
-        key=memory.key,
-        value=memory.value,
-        source_channel_id=memory.source_channel_id,
-        confidence=memory.confidence,
-        status=memory.status.value,
-        created_at=epoch_ms(memory.created_at),
-        updated_at=epoch_ms(memory.updated_at),
-        version=memory.version,
-    )
+    return MemoryOut.model_validate(memory)
 
 
 def action_out(action: ReviewAction) -> MemoryActionOut:
@@ -130,9 +99,7 @@ def memory_list(memories: Sequence[Memory]) -> MemoryListResponse:
 
 
 def memory_page(page: MemoryPage) -> MemoryPageResponse:
-    return MemoryPageResponse(
-        memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
-    )
+    return MemoryPageResponse.model_validate(page)
 
 
 def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewResponse:
@@ -155,20 +122,7 @@ def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewRespons
 
 
 def review_page(page: MemoryPage) -> ReviewListResponse:
-    return ReviewListResponse(
-        memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor
-    )
-
-
-def observation_out(observation: Observation) -> ObservationOut:
-    return ObservationOut(
-        id=observation.id,
-        identity_id=observation.identity_id,
-        type=observation.type.value,
-        content=observation.content,
-        metadata=observation.metadata,
-        created_at=observation.created_at,
-    )
+    return ReviewListResponse.model_validate(page)
 
 
 def session_response(context: SessionContext) -> SessionResponse:
@@ -201,16 +155,7 @@ def tools_response(fmt: ToolFormat, definitions: Sequence[Mapping[str, Any]]) ->
 
 
 def tool_rank_response(ranking: ToolRanking) -> ToolRankResponse:
-    return ToolRankResponse(
-        tools=[
-            RankedToolOut(
-                name=t.name, score=t.score, affinity=t.affinity, boosted_score=t.boosted_score
-            )
-            for t in ranking.tools
-        ],
-        boost_factor=ranking.boost_factor,
-        degraded=list(ranking.degraded),
-    )
+    return ToolRankResponse.model_validate(ranking)
 
 
 def tool_call_response(result: ToolResult) -> ToolCallResponse:
@@ -219,25 +164,8 @@ def tool_call_response(result: ToolResult) -> ToolCallResponse:
     return ToolCallResponse(name=result.name, result=payload)
 
 
-def retention_out(rule: RetentionRule) -> RetentionSettingsOut:
-    return RetentionSettingsOut(
-        archive_after_days=rule.archive_after_days,
-        delete_archived_after_days=rule.delete_archived_after_days,
-    )
-
-
 def persona_response(persona: Persona) -> PersonaResponse:
-    return PersonaResponse(
-        persona_id=persona.persona_id,
-        team_id=persona.team_id,
-        allowed_groups=list(persona.allowed_groups),
-        memory_enabled=persona.memory_enabled,
-        extraction=ExtractionSettingsOut(
-            enabled=persona.extraction.enabled, prompt=persona.extraction.prompt
-        ),
-        retention=retention_out(persona.retention),
-        updated_at=epoch_ms(persona.updated_at) if persona.updated_at else None,
-    )
+    return PersonaResponse.model_validate(persona)
 
 
 def persona_list(personas: Sequence[Persona]) -> PersonaListResponse:
@@ -245,12 +173,7 @@ def persona_list(personas: Sequence[Persona]) -> PersonaListResponse:
 
 
 def team_settings_response(settings: TeamSettings) -> TeamSettingsResponse:
-    return TeamSettingsResponse(
-        team_id=settings.team_id,
-        memory_enabled=settings.memory_enabled,
-        retention=retention_out(settings.retention),
-        updated_at=epoch_ms(settings.updated_at) if settings.updated_at else None,
-    )
+    return TeamSettingsResponse.model_validate(settings)
 
 
 def export_response(export: Export) -> ExportResponse:
@@ -260,7 +183,7 @@ def export_response(export: Export) -> ExportResponse:
         user_id=caller.user_id,
         team_id=caller.team_id,
         exported_at=export.exported_at,
-        observations=[observation_out(o) for o in export.observations],
+        observations=[ObservationOut.model_validate(o) for o in export.observations],
         facts=[fact_out(f) for f in export.facts],
         checkpoint=export.checkpoint,
         memories=[memory_out(m) for m in export.memories],
@@ -274,43 +197,13 @@ def erasure_receipt(erasure: Erasure) -> ErasureReceipt:
         user_id=caller.user_id,
         team_id=caller.team_id,
         erased_at=erasure.erased_at,
-        counts=ErasureCounts(
-            observations=erasure.observations,
-            facts=erasure.facts,
-            checkpoints=erasure.checkpoints,
-            idempotency_records=erasure.idempotency_records,
-            memories=erasure.memories,
-            persona_memories=erasure.persona_memories,
-            review_actions=erasure.review_actions,
-            suppressions=erasure.suppressions,
-        ),
+        counts=ErasureCounts.model_validate(erasure),
     )
 
 
 def tool_insights(page: InsightsPage) -> ToolInsightsResponse:
-    return ToolInsightsResponse(
-        aggregated_at=epoch_ms(page.aggregated_at) if page.aggregated_at else None,
-        min_users=page.min_users,
-        tools=[
-            ToolInsightOut(
-                tool=t.tool,
-                users=t.users,
-                users_with_affinity=t.users_with_affinity,
-                users_with_avoidance=t.users_with_avoidance,
-                mean_affinity_confidence=t.mean_affinity_confidence,
-                mean_avoidance_confidence=t.mean_avoidance_confidence,
-            )
-            for t in page.tools
-        ],
-    )
+    return ToolInsightsResponse.model_validate(page)
 
 
 def domain_insights(page: InsightsPage) -> DomainInsightsResponse:
-    return DomainInsightsResponse(
-        aggregated_at=epoch_ms(page.aggregated_at) if page.aggregated_at else None,
-        min_users=page.min_users,
-        domains=[
-            DomainInsightOut(domain=d.domain, users=d.users, mean_confidence=d.mean_confidence)
-            for d in page.domains
-        ],
-    )
+    return DomainInsightsResponse.model_validate(page)
