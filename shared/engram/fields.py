@@ -288,31 +288,26 @@ def field_error(model: str, field: str, kind: str, message: str, **ctx: Any) -> 
 
 
 # --- model bases ----------------------------------------------------------------------------
+#: The model configuration of the API's camelCase JSON: snake_case names in Python, camelCase
+#: aliases on the wire, either accepted when validating, aliases when serialising.
+CAMEL_CASE = ConfigDict(
+    alias_generator=to_camel,
+    validate_by_alias=True,
+    validate_by_name=True,
+    serialize_by_alias=True,
+)
+
+
 class InputModel(BaseModel):
     """Base of every model of client input: camelCase JSON, unknown fields refused, strict
     types (``"5"`` is not a number), frozen. Python code builds one with snake_case names;
     JSON is validated by alias only (``engram.api.http.parse_body`` passes ``by_name=False``),
     so ``persona_id`` in a body is an unknown field."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        validate_by_alias=True,
-        validate_by_name=True,
-        serialize_by_alias=True,
-    )
+    model_config = ConfigDict(**CAMEL_CASE, extra="forbid", strict=True, frozen=True)
 
 
 class QueryInput(BaseModel):
     """Base of query-string models: values arrive as strings, so types are coerced."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        extra="forbid",
-        frozen=True,
-        validate_by_alias=True,
-        validate_by_name=True,
-        serialize_by_alias=True,
-    )
+    model_config = ConfigDict(**CAMEL_CASE, extra="forbid", frozen=True)

@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
-from pydantic.alias_generators import to_camel
 
 from engram.api.errors import ErrorCode, InvalidJsonError
 from engram.api.http import decode_json
@@ -34,7 +33,16 @@ from engram.behaviour.inputs import (
     ToolRankRequest,
 )
 from engram.extraction.models import TranscriptMessage, TranscriptRequest
-from engram.fields import Content, FactId, Identifier, InputModel, JsonObject, Name, check_json
+from engram.fields import (
+    CAMEL_CASE,
+    Content,
+    FactId,
+    Identifier,
+    InputModel,
+    JsonObject,
+    Name,
+    check_json,
+)
 from engram.memories.inputs import (
     ApproveRequest,
     BulkReviewRequest,
@@ -73,13 +81,7 @@ class ResponseModel(BaseModel):
     same-named attributes of a domain object (``model_validate(obj)``); serialised as
     camelCase."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=True,
-        serialize_by_alias=True,
-        from_attributes=True,
-    )
+    model_config = ConfigDict(**CAMEL_CASE, from_attributes=True)
 
 
 def epoch_ms(value: datetime) -> int:

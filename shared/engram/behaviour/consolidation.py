@@ -75,21 +75,12 @@ def with_current_confidence(
     fast = numeric_decay(decay)
     if fast is not None:
         currents = _current_confidences(facts, fast, now)
-        threshold = fast.expiry_threshold
-        out: list[Fact] = []
-        for fact, current in zip(facts, currents, strict=True):
-            if current >= threshold:
-                if copy:
-                    out.append(fact.evolve(confidence=current))
-                else:
-                    fact.__dict__["confidence"] = current  # trusted: a value decay computed
-                    out.append(fact)
-        out.sort(key=_rank_key)
-        return out
-    out = []
-    for fact in facts:
-        current = decay.apply(fact, now)
-        if current >= decay.expiry_threshold:
+    else:
+        currents = [decay.apply(fact, now) for fact in facts]
+    threshold = decay.expiry_threshold
+    out: list[Fact] = []
+    for fact, current in zip(facts, currents, strict=True):
+        if current >= threshold:
             if copy:
                 out.append(fact.evolve(confidence=current))
             else:
