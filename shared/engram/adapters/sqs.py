@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from engram import limits
+from engram.batching import packed
 from engram.errors import Unavailable
 
 _log = logging.getLogger("engram.adapters.sqs")
@@ -46,17 +47,7 @@ def _size(body: str) -> int:
 def batches(bodies: Sequence[str], max_bytes: int) -> Iterator[list[str]]:
     """Consecutive runs of ``bodies``, each at most ten and at most ``max_bytes`` in total
     (SQS's limits of one ``SendMessageBatch``); a body is never split."""
-    batch: list[str] = []
-    size = 0
-    for body in bodies:
-        weight = _size(body)
-        if batch and (len(batch) == MAX_ENTRIES_PER_BATCH or size + weight > max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(body)
-        size += weight
-    if batch:
-        yield batch
+    return packed(bodies, size_of=_size, max_items=MAX_ENTRIES_PER_BATCH, max_size=max_bytes)
 
 
 class SqsSender:

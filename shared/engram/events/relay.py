@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from engram.batching import packed
 from engram.clock import Clock, SystemClock
 from engram.events.ports import EventBus, Outbox, OutboxEntry, OutboxStats, PutResult
 
@@ -37,17 +38,9 @@ def backoff_ms(attempts: int) -> int:
 
 def requests(entries: Sequence[OutboxEntry], bus: EventBus) -> Iterator[list[OutboxEntry]]:
     """``entries`` in order, cut into requests within the bus's entry and byte limits."""
-    batch: list[OutboxEntry] = []
-    size = 0
-    for entry in entries:
-        n = bus.entry_size(entry)
-        if batch and (len(batch) >= bus.max_entries or size + n > bus.max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(entry)
-        size += n
-    if batch:
-        yield batch
+    return packed(
+        entries, size_of=bus.entry_size, max_items=bus.max_entries, max_size=bus.max_bytes
+    )
 
 
 @dataclass
@@ -60,12 +53,9 @@ class RelayReport:
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: RelayReport) -> None:
-        self.sent += other.sent
-        self.refused += other.refused
-        self.dead += other.dead
-        self.requests += other.requests
-        self.pruned += other.pruned
-        self.errors += other.errors
+        """Add every count (and the errors) of ``other`` to this report's."""
+        for name in (f.name for f in fields(self)):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 class OutboxRelay:
