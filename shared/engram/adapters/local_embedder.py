@@ -13,12 +13,10 @@ touches the network, and nothing is read before the first ``embed`` call.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
+from engram.adapters.local_weights import LazyWeights, installed_folder
 from engram.memories.models import RecallTuning
 
 #: Chosen by measurement on LoCoMo's development half (docs/memories.md, bench/quality/sweep.py
@@ -41,20 +39,21 @@ _CHUNK = 1024
 
 def package_folder() -> Path:
     """The installed ``wordllama`` folder, found without importing the package."""
-    spec = importlib.util.find_spec("wordllama")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("ENGRAM_EMBEDDER=local needs wordllama: install engram[local]")
-    return Path(next(iter(spec.submodule_search_locations)))
+    missing = "ENGRAM_EMBEDDER=local needs wordllama: install engram[local]"
+    return installed_folder("wordllama", missing=missing)
 
 
 class WordLlamaEmbedder:
     """``Embedder`` over WordLlama's bundled ``l2_supercat`` 256-dimension vectors."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self._folder = folder
-        self._lock = threading.Lock()
-        self._model: tuple[Any, Any] | None = None
-        self._model_id: str | None = None
+        self._weights = LazyWeights(
+            f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}",
+            weights=_WEIGHTS,
+            tokenizer=_TOKENIZER,
+            max_tokens=MAX_TOKENS,
+            folder=(lambda: folder) if folder is not None else package_folder,
+        )
 
     @property
     def dimensions(self) -> int:
@@ -68,29 +67,7 @@ class WordLlamaEmbedder:
     def model_id(self) -> str:
         """``wordllama-l2_supercat-256-`` and the first 12 hex digits of the weights' SHA-256:
         a package upgrade that changes the vectors changes the id, and rows get re-embedded."""
-        if self._model_id is None:
-            self._load()
-        assert self._model_id is not None
-        return self._model_id
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    from safetensors.numpy import load_file
-                    from tokenizers import Tokenizer
-
-                    folder = self._folder or package_folder()
-                    weights = folder / _WEIGHTS
-                    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-                    # kept as shipped (float16): a text converts only its own tokens' rows
-                    table = load_file(str(weights))[_TENSOR]
-                    tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))
-                    tokenizer.no_padding()
-                    tokenizer.enable_truncation(MAX_TOKENS)
-                    self._model_id = f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}-{digest}"
-                    self._model = (table, tokenizer)
-        return self._model
+        return self._weights.model_id
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Mean of the texts' token vectors, L2-normalised; a text without tokens gives the
@@ -103,7 +80,8 @@ class WordLlamaEmbedder:
         million rows) costs a few microseconds a text."""
         import numpy as np
 
-        table, tokenizer = self._load()
+        tensors, tokenizer = self._weights.get()
+        table = tensors[_TENSOR]  # kept as shipped (float16): a text converts only its own rows
         out = np.zeros((len(texts), WORDLLAMA_DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), _CHUNK):
             encodings = tokenizer.encode_batch(

