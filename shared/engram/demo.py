@@ -18,18 +18,24 @@ from engram.settings import Settings
 
 IDENTITY = "demo-team:demo-user"
 
+
+def _look_up_acme(*, duration_ms: int) -> ToolEvent:
+    """The account lookup the user starts two sessions with."""
+    return ToolEvent(
+        tool_name="get_account",
+        ok=True,
+        duration_ms=duration_ms,
+        result={"id": "A-1", "name": "Acme"},
+    )
+
+
 # (day, events) — what the user did in each session
 SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
     (
         0,
         [
             QueryEvent(text="What royalties did Acme earn last quarter?"),
-            ToolEvent(
-                tool_name="get_account",
-                ok=True,
-                duration_ms=42,
-                result={"id": "A-1", "name": "Acme"},
-            ),
+            _look_up_acme(duration_ms=42),
             ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=900),
             ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=850),
         ],
@@ -38,12 +44,7 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
         2,
         [
             QueryEvent(text="Show the contract terms for Acme"),
-            ToolEvent(
-                tool_name="get_account",
-                ok=True,
-                duration_ms=40,
-                result={"id": "A-1", "name": "Acme"},
-            ),
+            _look_up_acme(duration_ms=40),
             ToolEvent(
                 tool_name="search_snowflake_schema",
                 ok=False,

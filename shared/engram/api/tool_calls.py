@@ -83,6 +83,15 @@ class _WireCall(_ProviderCall):
     model_config = ConfigDict(alias_generator=None)
 
 
+class _NamedCall(_WireCall):
+    """A call that names its tool in a top-level ``name``."""
+
+    name: Name | None = None
+
+    def named(self) -> tuple[str, str | None]:
+        return "name", self.name
+
+
 def _decoded(arguments: str) -> dict[str, Any]:
     """A JSON-string ``arguments`` (OpenAI's) as an object; ``""`` is no arguments."""
     if not arguments.strip():
@@ -118,12 +127,11 @@ class OpenAIChatToolCall(_WireCall):
         return _decoded(self.function.arguments)
 
 
-class OpenAIResponsesFunctionCall(_WireCall):
+class OpenAIResponsesFunctionCall(_NamedCall):
     """A ``function_call`` output item of the Responses API."""
 
     type: Literal["function_call"]
     call_id_: Identifier = Field(alias="call_id")
-    name: Name | None = None
     arguments_: str = Field(default="", alias="arguments")
     id: str | None = None
     async_: JsonValue = Field(default=None, alias="async")
@@ -134,28 +142,21 @@ class OpenAIResponsesFunctionCall(_WireCall):
     def call_id(self) -> str | None:
         return self.call_id_
 
-    def named(self) -> tuple[str, str | None]:
-        return "name", self.name
-
     def arguments(self) -> dict[str, Any]:
         return _decoded(self.arguments_)
 
 
-class AnthropicToolUse(_WireCall):
+class AnthropicToolUse(_NamedCall):
     """A ``tool_use`` content block of an Anthropic Messages response."""
 
     type: Literal["tool_use"]
     id: Identifier
-    name: Name | None = None
     input: dict[str, JsonValue]
     caller: JsonValue = None
     toolset_name: JsonValue = None
 
     def call_id(self) -> str | None:
         return self.id
-
-    def named(self) -> tuple[str, str | None]:
-        return "name", self.name
 
     def arguments(self) -> dict[str, Any]:
         return dict(self.input)
@@ -185,10 +186,9 @@ class BedrockToolUse(_ProviderCall):
         return dict(self.tool_use.input)
 
 
-class McpToolCall(_WireCall):
+class McpToolCall(_NamedCall):
     """The params of an MCP ``tools/call`` request."""
 
-    name: Name | None = None
     arguments_: dict[str, JsonValue] | None = Field(default=None, alias="arguments")
     meta: JsonValue = Field(default=None, alias="_meta")
     input_responses: JsonValue = Field(default=None, alias="inputResponses")
@@ -197,9 +197,6 @@ class McpToolCall(_WireCall):
 
     def call_id(self) -> str | None:
         return None  # the JSON-RPC id travels outside the params
-
-    def named(self) -> tuple[str, str | None]:
-        return "name", self.name
 
     def arguments(self) -> dict[str, Any]:
         return dict(self.arguments_ or {})
