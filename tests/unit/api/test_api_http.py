@@ -62,21 +62,9 @@ def test_validation_error_names_field() -> None:
     assert error_response(info.value).details[0]["field"] == "value"
 
 
-def test_json_response_uses_aliases() -> None:
-    memory = MemoryOut(
-        id="m",
-        scope="user",
-        owner_id="u",
-        key="k",
-        value="v",
-        confidence=1.0,
-        status="active",
-        created_at=1,
-        updated_at=1,
-        version=1,
-    )
-    response = json_response(201, memory, headers={"Location": "/v1/memories/m"})
+def test_json_response_uses_aliases(memory_out: MemoryOut) -> None:
+    response = json_response(201, memory_out, headers={"Location": "/v1/memories/m1"})
     assert response["statusCode"] == 201
-    assert json.loads(response["body"])["ownerId"] == "u"
-    assert response["headers"]["Location"] == "/v1/memories/m"
+    assert json.loads(response["body"])["ownerId"] == "p"
+    assert response["headers"]["Location"] == "/v1/memories/m1"
     assert "body" not in json_response(204)

@@ -210,22 +210,8 @@ def test_other_requests() -> None:
     assert SessionRequest.model_validate({}).persona_id is None
 
 
-def test_responses_serialise_camel_case() -> None:
-    memory = MemoryOut(
-        id="m1",
-        scope="persona_user",
-        owner_id="p",
-        user_id="u",
-        key="k",
-        value="v",
-        source_channel_id="c",
-        confidence=0.5,
-        status="active",
-        created_at=1,
-        updated_at=2,
-        version=3,
-    )
-    dumped = memory.model_dump(mode="json")
+def test_responses_serialise_camel_case(memory_out: MemoryOut) -> None:
+    dumped = memory_out.model_dump(mode="json")
     assert dumped["ownerId"] == "p"
     assert dumped["sourceChannelId"] == "c"
     assert "owner_id" not in dumped
