@@ -46,6 +46,9 @@ def package_folder() -> Path:
 class WordLlamaEmbedder:
     """``Embedder`` over WordLlama's bundled ``l2_supercat`` 256-dimension vectors."""
 
+    dimensions = WORDLLAMA_DIMENSIONS
+    tuning = WORDLLAMA_TUNING
+
     def __init__(self, folder: Path | None = None) -> None:
         self._weights = LazyWeights(
             f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}",
@@ -54,14 +57,6 @@ class WordLlamaEmbedder:
             max_tokens=MAX_TOKENS,
             folder=(lambda: folder) if folder is not None else package_folder,
         )
-
-    @property
-    def dimensions(self) -> int:
-        return WORDLLAMA_DIMENSIONS
-
-    @property
-    def tuning(self) -> RecallTuning:
-        return WORDLLAMA_TUNING
 
     @property
     def model_id(self) -> str:

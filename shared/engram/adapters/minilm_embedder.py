@@ -67,6 +67,9 @@ def _gelu(x: Any) -> Any:
 class MiniLMEmbedder:
     """``Embedder`` over all-MiniLM-L6-v2 (384 dimensions), numpy only."""
 
+    dimensions = MINILM_DIMENSIONS
+    tuning = MINILM_TUNING
+
     def __init__(self, folder: Path | None = None) -> None:
         self._weights = LazyWeights(
             f"all-minilm-l6-v2-{MINILM_DIMENSIONS}",
@@ -76,14 +79,6 @@ class MiniLMEmbedder:
             folder=(lambda: folder) if folder is not None else package_folder,
         )
         self._threads: Any = None
-
-    @property
-    def dimensions(self) -> int:
-        return MINILM_DIMENSIONS
-
-    @property
-    def tuning(self) -> RecallTuning:
-        return MINILM_TUNING
 
     @property
     def model_id(self) -> str:
