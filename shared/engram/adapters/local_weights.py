@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +23,20 @@ def installed_folder(package: str, *, missing: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+@dataclass
 class LazyWeights:
-    """The tensors (a safetensors file) and the tokenizer (truncating at ``max_tokens``, no
-    padding) of one model, read from ``folder()`` on first use, once, under a lock."""
+    """The tensors (the safetensors file ``weights``) and the tokenizer (``tokenizer``,
+    truncating at ``max_tokens``, no padding) of the model ``name``, read from ``folder()`` on
+    first use, once, under a lock."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        weights: str,
-        tokenizer: str,
-        max_tokens: int,
-        folder: Callable[[], Path],
-    ) -> None:
-        self._name = name
-        self._weights = weights
-        self._tokenizer = tokenizer
-        self._max_tokens = max_tokens
-        self._folder = folder
-        self._lock = threading.Lock()
-        self._model: tuple[dict[str, Any], Any] | None = None
-        self._model_id: str | None = None
+    name: str
+    weights: str
+    tokenizer: str
+    max_tokens: int
+    folder: Callable[[], Path]
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _model: tuple[dict[str, Any], Any] | None = field(default=None, init=False, repr=False)
+    _model_id: str | None = field(default=None, init=False)
 
     @property
     def model_id(self) -> str:
@@ -60,13 +54,13 @@ class LazyWeights:
                     from safetensors.numpy import load_file
                     from tokenizers import Tokenizer
 
-                    folder = self._folder()
-                    weights = folder / self._weights
+                    folder = self.folder()
+                    weights = folder / self.weights
                     digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
                     tensors = load_file(str(weights))
-                    tokenizer = Tokenizer.from_file(str(folder / self._tokenizer))
+                    tokenizer = Tokenizer.from_file(str(folder / self.tokenizer))
                     tokenizer.no_padding()
-                    tokenizer.enable_truncation(self._max_tokens)
-                    self._model_id = f"{self._name}-{digest}"
+                    tokenizer.enable_truncation(self.max_tokens)
+                    self._model_id = f"{self.name}-{digest}"
                     self._model = (tensors, tokenizer)
         return self._model
