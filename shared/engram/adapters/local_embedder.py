@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engram.adapters.local_weights import LazyWeights, installed_folder
+from engram.adapters.offline_embedder import OfflineEmbedder, installed_folder
 from engram.memories.models import RecallTuning
 
 #: Chosen by measurement on LoCoMo's development half (docs/memories.md, bench/quality/sweep.py
@@ -43,26 +43,17 @@ def package_folder() -> Path:
     return installed_folder("wordllama", missing=missing)
 
 
-class WordLlamaEmbedder:
-    """``Embedder`` over WordLlama's bundled ``l2_supercat`` 256-dimension vectors."""
+class WordLlamaEmbedder(OfflineEmbedder):
+    """``Embedder`` over WordLlama's bundled ``l2_supercat`` 256-dimension vectors; its
+    ``model_id`` is ``wordllama-l2_supercat-256-`` and the weights' digest."""
 
     dimensions = WORDLLAMA_DIMENSIONS
     tuning = WORDLLAMA_TUNING
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self._weights = LazyWeights(
-            f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}",
-            weights=_WEIGHTS,
-            tokenizer=_TOKENIZER,
-            max_tokens=MAX_TOKENS,
-            folder=(lambda: folder) if folder is not None else package_folder,
-        )
-
-    @property
-    def model_id(self) -> str:
-        """``wordllama-l2_supercat-256-`` and the first 12 hex digits of the weights' SHA-256:
-        a package upgrade that changes the vectors changes the id, and rows get re-embedded."""
-        return self._weights.model_id
+    name = f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIMENSIONS}"
+    weights = _WEIGHTS
+    tokenizer = _TOKENIZER
+    max_tokens = MAX_TOKENS
+    installed = staticmethod(package_folder)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Mean of the texts' token vectors, L2-normalised; a text without tokens gives the
@@ -75,7 +66,7 @@ class WordLlamaEmbedder:
         million rows) costs a few microseconds a text."""
         import numpy as np
 
-        tensors, tokenizer = self._weights.get()
+        tensors, tokenizer = self._load()
         table = tensors[_TENSOR]  # kept as shipped (float16): a text converts only its own rows
         out = np.zeros((len(texts), WORDLLAMA_DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), _CHUNK):

