@@ -7,15 +7,23 @@ Titan v2 takes one text per call and returns 256, 512 or 1024 dimensions (normal
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
+from engram.adapters.lazy import Lazy
 from engram.errors import Unavailable
 from engram.memories.models import RecallTuning
 from engram.settings import Settings
 
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 MAX_INPUT_CHARS = 50_000
+
+
+def _runtime_client(region: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2})
+    return boto3.client("bedrock-runtime", region_name=region, config=config)
 
 
 class BedrockTitanEmbedder:
@@ -33,9 +41,7 @@ class BedrockTitanEmbedder:
             )
         self._model_id = model_id
         self._dimensions = dimensions
-        self._region = region
-        self._client = client
-        self._lock = threading.Lock()
+        self._client: Lazy[Any] = Lazy(lambda: _runtime_client(region), client)
 
     @classmethod
     def from_settings(cls, settings: Settings, client: Any = None) -> BedrockTitanEmbedder:
@@ -61,20 +67,7 @@ class BedrockTitanEmbedder:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    import boto3
-                    from botocore.config import Config
-
-                    self._client = boto3.client(
-                        "bedrock-runtime",
-                        region_name=self._region,
-                        config=Config(
-                            connect_timeout=2, read_timeout=5, retries={"max_attempts": 2}
-                        ),
-                    )
-        return self._client
+        return self._client.get()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         from botocore.exceptions import BotoCoreError, ClientError

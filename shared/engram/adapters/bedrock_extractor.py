@@ -11,10 +11,10 @@ raise ``ExtractionThrottled``. The client is created lazily on first use (inject
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engram.adapters.lazy import Lazy
 from engram.extraction.llm import (
     TOOL_NAME,
     memory_output_schema,
@@ -82,20 +82,14 @@ class BedrockConverseExtractor:
         if not 1 <= max_tokens <= 64_000:
             raise ValueError("max_tokens must be within 1..64000")
         self._model_id = model_id
-        self._region = region
-        self._client = client
-        self._factory = client_factory or _default_client_factory
+        factory = client_factory or _default_client_factory
+        self._client = Lazy(lambda: factory(region), client)
         self._max_tokens = max_tokens
         self._force_tool = force_tool
-        self._lock = threading.Lock()
 
     @property
     def client(self) -> BedrockRuntimeClient:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._factory(self._region)
-        return self._client
+        return self._client.get()
 
     def request(
         self, job: TranscriptJob, *, persona_prompt: str | None, persona_scope: bool

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
+from engram.adapters.lazy import Lazy
 from engram.memories.models import RecallTuning
 
 
@@ -28,7 +28,7 @@ class OfflineEmbedder:
     the model (``dimensions``, ``tuning``, ``name``: the model id before the digest), its
     safetensors ``weights`` and ``tokenizer`` files (the tokenizer truncates at ``max_tokens``
     and does not pad) and ``installed()``, the folder they are in unless one is given. The
-    files are read on first use, once, under a lock."""
+    files are read on first use, once."""
 
     dimensions: int
     tuning: RecallTuning
@@ -38,10 +38,7 @@ class OfflineEmbedder:
     max_tokens: int
 
     def __init__(self, folder: Path | None = None) -> None:
-        self._folder = folder
-        self._lock = threading.Lock()
-        self._model: tuple[dict[str, Any], Any] | None = None
-        self._model_id: str | None = None
+        self._model = Lazy(lambda: self._read(folder or self.installed()))
 
     @staticmethod
     def installed() -> Path:
@@ -50,26 +47,20 @@ class OfflineEmbedder:
     @property
     def model_id(self) -> str:
         """``name``, ``-`` and the first 12 hex digits of the weights' SHA-256."""
-        if self._model_id is None:
-            self._load()
-        assert self._model_id is not None
-        return self._model_id
+        return self._model.get()[2]
 
     def _load(self) -> tuple[dict[str, Any], Any]:
         """``(tensors by name, tokenizer)``."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    from safetensors.numpy import load_file
-                    from tokenizers import Tokenizer
+        tensors, tokenizer, _ = self._model.get()
+        return tensors, tokenizer
 
-                    folder = self._folder or self.installed()
-                    weights = folder / self.weights
-                    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
-                    tensors = load_file(str(weights))
-                    tokenizer = Tokenizer.from_file(str(folder / self.tokenizer))
-                    tokenizer.no_padding()
-                    tokenizer.enable_truncation(self.max_tokens)
-                    self._model_id = f"{self.name}-{digest}"
-                    self._model = (tensors, tokenizer)
-        return self._model
+    def _read(self, folder: Path) -> tuple[dict[str, Any], Any, str]:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        weights = folder / self.weights
+        digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+        tokenizer = Tokenizer.from_file(str(folder / self.tokenizer))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self.max_tokens)
+        return load_file(str(weights)), tokenizer, f"{self.name}-{digest}"

@@ -18,7 +18,6 @@ on Redis must give up fast and degrade instead. Nothing connects until the first
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any, TypeAlias, cast
 
@@ -30,6 +29,7 @@ from redis.credentials import CredentialProvider
 from redis.exceptions import AuthenticationError, RedisClusterException
 from redis.retry import Retry
 
+from engram.adapters.lazy import Lazy
 from engram.adapters.secrets import Secret, SecretsClient, secrets_client
 from engram.settings import Settings
 
@@ -147,27 +147,24 @@ class LazyRedisCluster:
     """
 
     def __init__(self, factory: Callable[[], RedisCluster]) -> None:
-        self._factory = factory
-        self._client: RedisCluster | None = None
-        self._lock = threading.Lock()
+        def connect() -> RedisCluster:
+            try:
+                return factory()
+            except RedisClusterException as exc:
+                raise redis.ConnectionError(f"Redis Cluster unreachable: {exc}") from exc
+
+        self._client = Lazy(connect)
 
     @property
     def cluster(self) -> RedisCluster:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    try:
-                        self._client = self._factory()
-                    except RedisClusterException as exc:
-                        raise redis.ConnectionError(f"Redis Cluster unreachable: {exc}") from exc
-        return self._client
+        return self._client.get()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cluster, name)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        if (cluster := self._client.made) is not None:
+            cluster.close()
 
 
 def is_cluster(client: object) -> bool:

@@ -68,5 +68,5 @@ def test_dimensions_are_checked_and_client_is_lazy() -> None:
     with pytest.raises(ValueError, match="dimensions"):
         BedrockTitanEmbedder(dimensions=100)
     e = BedrockTitanEmbedder(dimensions=1024)
-    assert e._client is None  # nothing created at construction
+    assert e._client.made is None  # nothing created at construction
     assert e.dimensions == 1024
