@@ -26,6 +26,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 _log = logging.getLogger("engram.adapters.cache_rotation")
@@ -136,24 +137,17 @@ class CacheSecretRotation:
         return str(current["username"])
 
 
+@dataclass
 class ElastiCacheUserPasswords:
     """``ModifyUser`` on the ElastiCache user ``user_id`` (the user must be ``active`` before
     it can be modified, and is ``modifying`` for a while after)."""
 
-    def __init__(
-        self,
-        client: Any,
-        user_id: str,
-        *,
-        wait_s: float = 600.0,
-        poll_s: float = 5.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.client = client
-        self.user_id = user_id
-        self.wait_s = wait_s
-        self.poll_s = poll_s
-        self.sleep = sleep
+    client: Any
+    user_id: str
+    _: KW_ONLY
+    wait_s: float = 600.0
+    poll_s: float = 5.0
+    sleep: Callable[[float], None] = time.sleep
 
     def set_passwords(self, username: str, passwords: Sequence[str]) -> None:
         user = self._wait_active()
