@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from urllib.parse import unquote
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from engram.bootstrap import Container
 
 M = TypeVar("M", bound=BaseModel)
+_T = TypeVar("_T")
 
 _resolver_class: type[APIGatewayHttpResolver] | None = None
 _resolver_class_lock = threading.Lock()
@@ -193,33 +194,33 @@ def _thread_safe_resolver_class() -> type[APIGatewayHttpResolver]:
         return _resolver_class
 
 
+class _OfThread(Generic[_T]):
+    """An attribute of the resolver that every calling thread has its own value of (``name``
+    on the resolver's ``_per_thread``)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __get__(self, resolver: _PerThreadState, owner: type | None = None) -> _T:
+        value: _T = getattr(resolver._per_thread, self._name)
+        return value
+
+    def __set__(self, resolver: _PerThreadState, value: _T) -> None:
+        setattr(resolver._per_thread, self._name, value)
+
+
 class _PerThreadState:
     """The request state of a Powertools resolver — ``current_event``, ``lambda_context`` and
     ``context`` (route, route arguments) — held per calling thread, so one resolver serves
     concurrent requests (``engram serve`` calls a handler from many threads)."""
 
+    current_event: _OfThread[APIGatewayProxyEventV2] = _OfThread("event")
+    lambda_context: _OfThread[LambdaContext] = _OfThread("lambda_context")
+
     def __init__(self, **kwargs: Any) -> None:
         self._per_thread = threading.local()
         self._build_lock = threading.Lock()
         super().__init__(**kwargs)
-
-    @property
-    def current_event(self) -> APIGatewayProxyEventV2:
-        event: APIGatewayProxyEventV2 = self._per_thread.event
-        return event
-
-    @current_event.setter
-    def current_event(self, value: APIGatewayProxyEventV2) -> None:
-        self._per_thread.event = value
-
-    @property
-    def lambda_context(self) -> LambdaContext:
-        context: LambdaContext = self._per_thread.lambda_context
-        return context
-
-    @lambda_context.setter
-    def lambda_context(self, value: LambdaContext) -> None:
-        self._per_thread.lambda_context = value
 
     @property
     def context(self) -> dict[str, Any]:
