@@ -41,16 +41,34 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether arrays/objects in ``value`` nest more than ``limit`` levels (iterative)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+#: every byte but the brackets and the quote, for ``bytes.translate`` to delete
+_NOT_STRUCTURE = bytes(range(256)).translate(None, b'[]{}"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def _brackets(data: bytes) -> bytes:
+    """The brackets of JSON text ``data`` that are structure (outside its strings), in order."""
+    if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every '"' left delimits
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = data.translate(None, _NOT_STRUCTURE)  # brackets, and strings as '"' + brackets + '"'
+    # the common case, no string holds a bracket: every string is '""' (a quote left over
+    # means some string held one, and the quotes are then paired by splitting)
+    outside = marks.replace(b'""', b"")
+    if b'"' in outside:
+        outside = b"".join(marks.split(b'"')[::2])
+    return outside
+
+
+def _deeper_than(data: bytes, limit: int) -> bool:
+    """Whether arrays/objects in JSON text ``data`` (already decoded once, so well-formed) nest
+    more than ``limit`` levels: each pass removes the innermost (empty) ones, so text nested n
+    levels deep is empty after exactly n passes. C-speed string operations, no recursion."""
+    brackets = _brackets(data)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = _INNERMOST.sub(b"", brackets)
+    return bool(brackets)
 
 
 def decode_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -62,13 +80,22 @@ def decode_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(data, parse_constant=_reject_constant)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, int digits
         raise InvalidJsonError() from None
-    if isinstance(data, bytes):
-        opened = data.count(b"[") + data.count(b"{")
-    else:
-        opened = data.count("[") + data.count("{")
-    if opened > max_depth and isinstance(value, dict | list) and _deeper_than(value, max_depth):
+    if not isinstance(value, dict | list):
+        return value
+    raw = _utf8(data)
+    if raw.count(b"[") + raw.count(b"{") > max_depth and _deeper_than(raw, max_depth):
         raise InvalidJsonError(f"request JSON nests deeper than {max_depth} levels")
     return value
+
+
+def _utf8(data: bytes | str) -> bytes:
+    """JSON text as UTF-8 bytes (the decoder also reads UTF-16 and UTF-32 bytes)."""
+    if isinstance(data, str):
+        return data.encode("utf-8", errors="surrogatepass")
+    encoding = json.detect_encoding(data)
+    if encoding in ("utf-8", "utf-8-sig"):
+        return data
+    return data.decode(encoding).encode("utf-8", errors="surrogatepass")
 
 
 def is_json_media_type(content_type: str | None) -> bool:

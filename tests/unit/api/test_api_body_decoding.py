@@ -4,6 +4,7 @@ all, are client errors (400 / 415 / 422 naming the field), never a 500."""
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -60,6 +61,43 @@ def test_nesting_up_to_the_cap_is_decoded() -> None:
     many_shallow = "[" + ",".join(["[1]"] * 1000) + "]"  # many brackets, depth 2
     assert len(decode_json(many_shallow)) == 1000
     assert decode_json('"[[[[ not structure ]"') == "[[[[ not structure ]"
+
+
+def depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+TRICKY = ["[", "]}", '"', "\\", '\\"', '"]', "\\[", "\n{", "Zoë [😀", "", "\\\\"]
+
+
+def random_json(rng: random.Random, level: int = 0) -> Any:
+    roll = rng.random()
+    if level > 9 or roll < 0.3:
+        return rng.choice([*TRICKY, 1, -2.5, None, True])
+    if roll < 0.65:
+        return [random_json(rng, level + 1) for _ in range(rng.randint(0, 3))]
+    keys = [rng.choice(TRICKY) + str(i) for i in range(rng.randint(0, 3))]
+    return {key: random_json(rng, level + 1) for key in keys}
+
+
+def test_nesting_is_measured_on_structure_not_on_brackets_inside_strings() -> None:
+    rng = random.Random(64)
+    for _ in range(2000):
+        value = random_json(rng)
+        text = json.dumps(value, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 1]))
+        data: str | bytes = rng.choice(
+            [text, text.encode(), text.encode("utf-16"), text.encode("utf-8-sig")]
+        )
+        for limit in range(12):
+            if depth(value) > limit:
+                with pytest.raises(InvalidJsonError):
+                    decode_json(data, max_depth=limit)
+            else:
+                assert decode_json(data, max_depth=limit) == value
 
 
 def test_decode_json_raises_only_invalid_json_error() -> None:
