@@ -203,11 +203,16 @@ EpochMs = Annotated[int, Field(ge=0, le=limits.MAX_EPOCH_MS), WHOLE]
 
 
 # --- free-form JSON (metadata, tool results, tool arguments) --------------------------------
+def compact_json(value: object) -> str:
+    """``value`` as compact JSON text, what ``json_size`` measures (``ValueError`` for NaN,
+    ``TypeError`` for what JSON cannot hold)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def json_size(value: object) -> int:
     """Bytes of ``value`` as compact UTF-8 JSON (``ValueError`` for NaN, ``TypeError`` for
     what JSON cannot hold)."""
-    encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return len(encoded.encode("utf-8", errors="surrogatepass"))
+    return len(compact_json(value).encode("utf-8", errors="surrogatepass"))
 
 
 def check_json(value: Any) -> Any:

@@ -11,13 +11,29 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from engram import limits
 from engram.errors import InvalidInput
-from engram.fields import Identifier, InputModel, Name, check_json, json_size
+from engram.fields import (
+    Identifier,
+    InputModel,
+    Name,
+    check_json,
+    compact_json,
+    json_size,
+    refused_class,
+)
 
 MAX_CONTENT_CHARS = limits.MAX_CONTENT_CHARS
 MAX_METADATA_BYTES = limits.MAX_METADATA_BYTES
@@ -127,6 +143,66 @@ def validate_metadata(obs_type: ObservationType, value: Mapping[str, Any]) -> di
     except ValidationError as exc:
         raise _metadata_error(exc.errors()[0], obs_type) from None
     return {k: v for k, v in parsed.model_dump(by_alias=True).items() if k in value}
+
+
+#: one list validator per type: a list of metadata of one type checked in one call
+_METADATA_LISTS: dict[ObservationType, TypeAdapter[list[_Metadata]]] = {
+    t: TypeAdapter(list[model])  # type: ignore[valid-type]
+    for t, model in METADATA.items()
+}
+
+
+def _sizes_fit(values: Sequence[Mapping[str, Any]], size: int) -> bool:
+    """Whether each value is at most ``MAX_METADATA_BYTES`` of JSON, given ``size``, the
+    bytes of the list's JSON. Measured over groups: a group whose JSON fits has every member
+    within the limit (each one's JSON is part of it), so a group that does not fit is halved
+    (at worst about twice as many measurements as values). ``TypeError``/``ValueError`` as
+    ``json_size``."""
+    if size <= MAX_METADATA_BYTES:
+        return True
+    if len(values) == 1:
+        return json_size(values[0]) <= MAX_METADATA_BYTES
+    half = len(values) // 2
+    head, tail = values[:half], values[half:]
+    return _sizes_fit(head, json_size(head)) and _sizes_fit(tail, json_size(tail))
+
+
+def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return value if type(value) is dict else dict(value)
+
+
+def validate_metadata_many(
+    items: Sequence[tuple[ObservationType, Mapping[str, Any]]],
+) -> list[dict[str, Any]] | None:
+    """What ``validate_metadata(obs_type, value)`` returns for each ``(obs_type, value)``,
+    checked by the same rules for the whole list at once (one JSON encoding for the sizes and
+    the text rule, each type's keys in one call for all values of that type), or ``None`` when
+    any value fails one: ``validate_metadata``, value by value, then says which and why."""
+    values = [value for _, value in items]
+    try:
+        text = compact_json(values)
+        if not _sizes_fit(values, len(text.encode("utf-8", errors="surrogatepass"))):
+            return None
+        # JSON without an escape holds every character of every key and string as it is, so
+        # when it holds no character the text rule refuses, none of them does
+        if "\\" in text or refused_class(text, name=False) is not None:
+            check_json(values)
+    except (TypeError, ValueError):  # PydanticCustomError is a ValueError
+        return None
+    by_type: dict[ObservationType, list[int]] = {}
+    for index, (obs_type, _) in enumerate(items):
+        by_type.setdefault(obs_type, []).append(index)
+    out: list[dict[str, Any]] = [{}] * len(items)
+    for obs_type, indexes in by_type.items():
+        adapter = _METADATA_LISTS[obs_type]
+        try:
+            parsed = adapter.validate_python([_as_dict(values[i]) for i in indexes])
+        except ValidationError:
+            return None
+        for index, dumped in zip(indexes, adapter.dump_python(parsed, by_alias=True), strict=True):
+            value = values[index]
+            out[index] = {k: v for k, v in dumped.items() if k in value}
+    return out
 
 
 class Observation(_CamelModel):
