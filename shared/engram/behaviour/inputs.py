@@ -87,6 +87,7 @@ class ObservationIn(InputModel):
         return validate_metadata(ObservationType(obs_type), value)
 
 
+_TYPES = {t.value: t for t in ObservationType}
 #: True while ``ObservationsRequest`` validates its observations: their metadata is then
 #: checked once for the whole list (``validate_metadata_many``), not observation by observation.
 _LIST_CHECKS_METADATA: ContextVar[bool] = ContextVar("engram_list_checks_metadata", default=False)
@@ -112,9 +113,7 @@ class ObservationsRequest(InputModel):
             _LIST_CHECKS_METADATA.reset(token)
         if request is not None:
             observations = request.observations
-            checked = validate_metadata_many(
-                [(ObservationType(o.type), o.metadata) for o in observations]
-            )
+            checked = validate_metadata_many([(_TYPES[o.type], o.metadata) for o in observations])
             if checked is not None:
                 for observation, metadata in zip(observations, checked, strict=True):
                     # the validated value (names trimmed) on the model being built

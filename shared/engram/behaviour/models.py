@@ -167,27 +167,38 @@ def _sizes_fit(values: Sequence[Mapping[str, Any]], size: int) -> bool:
     return _sizes_fit(head, json_size(head)) and _sizes_fit(tail, json_size(tail))
 
 
-def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    return value if type(value) is dict else dict(value)
+#: metadata measured together: this many values of a usual size are far under the limit
+_GROUP = 16
+
+
+def _within_limits(values: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether each value is at most ``MAX_METADATA_BYTES`` of JSON and holds no key or string
+    the text rule refuses, group by group (one JSON encoding each). ``TypeError``/``ValueError``
+    as ``json_size`` and ``check_json`` raise them (``PydanticCustomError`` is a ValueError)."""
+    for start in range(0, len(values), _GROUP):
+        group = values[start : start + _GROUP]
+        text = compact_json(group)
+        if not _sizes_fit(group, len(text.encode("utf-8", errors="surrogatepass"))):
+            return False
+        # JSON without an escape holds every character of every key and string as it is, so
+        # when it holds no character the text rule refuses, none of them does
+        if "\\" in text or refused_class(text, name=False) is not None:
+            check_json(group)
+    return True
 
 
 def validate_metadata_many(
     items: Sequence[tuple[ObservationType, Mapping[str, Any]]],
 ) -> list[dict[str, Any]] | None:
     """What ``validate_metadata(obs_type, value)`` returns for each ``(obs_type, value)``,
-    checked by the same rules for the whole list at once (one JSON encoding for the sizes and
-    the text rule, each type's keys in one call for all values of that type), or ``None`` when
-    any value fails one: ``validate_metadata``, value by value, then says which and why."""
-    values = [value for _, value in items]
+    checked by the same rules for the whole list at once (sizes and the text rule over groups
+    of values, each type's keys in one call for all values of that type), or ``None`` when any
+    value fails one: ``validate_metadata``, value by value, then says which and why."""
+    values = [v if type(v) is dict else dict(v) for _, v in items]
     try:
-        text = compact_json(values)
-        if not _sizes_fit(values, len(text.encode("utf-8", errors="surrogatepass"))):
+        if not _within_limits(values):
             return None
-        # JSON without an escape holds every character of every key and string as it is, so
-        # when it holds no character the text rule refuses, none of them does
-        if "\\" in text or refused_class(text, name=False) is not None:
-            check_json(values)
-    except (TypeError, ValueError):  # PydanticCustomError is a ValueError
+    except (TypeError, ValueError):
         return None
     by_type: dict[ObservationType, list[int]] = {}
     for index, (obs_type, _) in enumerate(items):
@@ -196,12 +207,14 @@ def validate_metadata_many(
     for obs_type, indexes in by_type.items():
         adapter = _METADATA_LISTS[obs_type]
         try:
-            parsed = adapter.validate_python([_as_dict(values[i]) for i in indexes])
+            parsed = adapter.validate_python([values[i] for i in indexes])
         except ValidationError:
             return None
         for index, dumped in zip(indexes, adapter.dump_python(parsed, by_alias=True), strict=True):
             value = values[index]
-            out[index] = {k: v for k, v in dumped.items() if k in value}
+            # the dump has every key sent; a key more is an optional one left out (its default)
+            same = len(dumped) == len(value)
+            out[index] = dumped if same else {k: v for k, v in dumped.items() if k in value}
     return out
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import to_json
+
 from engram.behaviour.models import TRUSTED, Observation
 
 #: The ``v`` of the message shape this module writes.
@@ -36,7 +38,9 @@ MESSAGE_VERSION = 2
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON of validated JSON values (pydantic-core's encoder: a few times faster than
+    ``json.dumps`` on a request's observations; the same values decode from either)."""
+    return to_json(value).decode("utf-8")
 
 
 def _size(text: str) -> int:
