@@ -161,3 +161,39 @@ def test_a_rejected_row_replaced_by_a_new_value_of_its_key_publishes_its_deletio
 
 def _of_memory(details: list[dict[str, Any]], memory_id: str) -> list[dict[str, Any]]:
     return [d for d in details if d.get("memoryId") == memory_id]
+
+
+def test_a_save_over_a_rejected_key_publishes_its_deletion_then_the_new_memory(
+    world: World,
+) -> None:
+    """The rejected row gives way: its ``memory.deleted`` (the service's doing) and the new
+    row's ``memory.saved``, each numbered in its own memory's sequence, in the detail as in
+    the outbox row."""
+    m = world.container.memories
+    admin = world.caller("root", admin=True)
+    proposed = m.propose("acme", "alice", None, "k-hobby", "v-chess", 0.8, "conv-1")
+    assert proposed is not None
+    m.reject(admin, proposed.id)
+    saved, created = m.save(world.caller("alice"), MemorySaveRequest(key="k-hobby", value="v-go"))
+    assert created
+    assert saved.id != proposed.id
+    world.relay().drain()
+    delivered = world.bridge.delivered()
+    assert [
+        (d["type"], d["sequence"], d["actorId"]) for d in _of(delivered, "memoryId", proposed.id)
+    ] == [
+        ("memory.proposed", 1, "engram-system"),
+        ("memory.rejected", 2, "root"),
+        ("memory.deleted", 3, "engram-system"),
+    ]
+    assert [
+        (d["type"], d["sequence"], d["actorId"]) for d in _of(delivered, "memoryId", saved.id)
+    ] == [
+        ("memory.saved", 1, "alice"),
+    ]
+    assert [(a, t, s) for a, t, s, _ in world.outbox()] == [  # in write order
+        (f"memory:{proposed.id}", "memory.proposed", 1),
+        (f"memory:{proposed.id}", "memory.rejected", 2),
+        (f"memory:{proposed.id}", "memory.deleted", 3),
+        (f"memory:{saved.id}", "memory.saved", 1),
+    ]

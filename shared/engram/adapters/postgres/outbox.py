@@ -1,11 +1,11 @@
 """The transactional outbox on PostgreSQL (migration 0011).
 
 ``append`` is called by the store adapters with the cursor of the change itself, so the event
-row commits or rolls back with the change. It takes the aggregate's next sequence number
-(``event_sequences``; the counter row stays locked until commit, so numbers follow commit
-order), builds the event model (validating it) and inserts it. ``PostgresOutbox`` is the
-relay's side (``engram.events.ports.Outbox``), through the ``SECURITY DEFINER`` functions of
-0011 from a transaction that acts in no team.
+row commits or rolls back with the change. It builds the event model (validating it) and
+inserts it with the aggregate's next sequence number (``event_sequences``; the counter row
+stays locked until commit, so numbers follow commit order), taken by the same statement.
+``PostgresOutbox`` is the relay's side (``engram.events.ports.Outbox``), through the
+``SECURITY DEFINER`` functions of 0011 from a transaction that acts in no team.
 """
 
 from __future__ import annotations
@@ -42,42 +42,47 @@ def _ts(ms: int) -> datetime:
     return _EPOCH + timedelta(milliseconds=ms)
 
 
-def _next_sequence(cur: Cursor[Any], team_id: str, aggregate_id: str) -> int:
-    cur.execute(
-        "INSERT INTO event_sequences AS s (team_id, aggregate_id, last_seq) VALUES (%s, %s, 1)"
-        " ON CONFLICT (team_id, aggregate_id) DO UPDATE SET last_seq = s.last_seq + 1"
-        " RETURNING last_seq",
-        (team_id, aggregate_id),
-    )
-    row = cur.fetchone()
-    assert row is not None
-    return int(row["last_seq"] if isinstance(row, dict) else row[0])
+#: one event: the aggregate's next number (its counter row stays locked until commit) and the
+#: outbox row carrying it, in one statement; the number replaces the detail's placeholder
+_APPEND_SQL = (
+    "WITH n AS (INSERT INTO event_sequences AS s (team_id, aggregate_id, last_seq)"
+    " VALUES (%(team)s, %(aggregate)s, 1) ON CONFLICT (team_id, aggregate_id)"
+    " DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)"
+    " INSERT INTO event_outbox (event_id, team_id, aggregate_id, sequence, event_type, detail,"
+    " created_at, next_attempt_at) SELECT %(event_id)s, %(team)s, %(aggregate)s, n.last_seq,"
+    " %(type)s, %(detail)s::jsonb || jsonb_build_object(%(field)s::text, n.last_seq),"
+    " %(at)s, %(at)s"
+    " FROM n"
+)
+
+#: an event's sequence before the statement that appends it numbers it, and its name in the
+#: detail
+_UNNUMBERED = 1
+_SEQUENCE_FIELD = MemoryEvent.model_fields["sequence"].alias or "sequence"
 
 
 def _insert(cur: Cursor[Any], aggregate_id: str, event: DomainEvent, at: datetime) -> None:
     cur.execute(
-        "INSERT INTO event_outbox (event_id, team_id, aggregate_id, sequence, event_type,"
-        " detail, created_at, next_attempt_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            uuid.UUID(event.event_id),
-            event.team_id,
-            aggregate_id,
-            event.sequence,
-            event.type,
-            Jsonb(event.to_detail()),
-            at,
-            at,
-        ),
+        _APPEND_SQL,
+        {
+            "event_id": uuid.UUID(event.event_id),
+            "team": event.team_id,
+            "aggregate": aggregate_id,
+            "type": event.type,
+            "detail": Jsonb(event.to_detail()),
+            "field": _SEQUENCE_FIELD,
+            "at": at,
+        },
     )
 
 
-def _common(cur: Cursor[Any], team_id: str, aggregate_id: str, at: datetime) -> dict[str, Any]:
+def _common(team_id: str, at: datetime) -> dict[str, Any]:
     return {
         "event_id": str(uuid.uuid4()),
         "schema_version": SCHEMA_VERSION,
         "occurred_at": at,
         "team_id": team_id,
-        "sequence": _next_sequence(cur, team_id, aggregate_id),
+        "sequence": _UNNUMBERED,
     }
 
 
@@ -94,7 +99,7 @@ def append_memory_event(
     """The event of one change of ``memory`` (its state after the change; ``deleted``: gone)."""
     aggregate = f"memory:{memory.id}"
     event = MemoryEvent(
-        **_common(cur, memory.team_id, aggregate, at),
+        **_common(memory.team_id, at),
         type=event_type,
         memory_id=memory.id,
         scope=memory.scope.value,
@@ -116,9 +121,7 @@ def user_aggregate(team_id: str, user_id: str) -> str:
 
 def append_user_erased(cur: Cursor[Any], team_id: str, user_id: str, at: datetime) -> None:
     aggregate = user_aggregate(team_id, user_id)
-    event = UserErased(
-        **_common(cur, team_id, aggregate, at), type="user.erased", user_id=user_id, erased_at=at
-    )
+    event = UserErased(**_common(team_id, at), type="user.erased", user_id=user_id, erased_at=at)
     _insert(cur, aggregate, event, at)
 
 
@@ -126,7 +129,7 @@ def append_team_settings_changed(
     cur: Cursor[Any], ctx: AccessContext, settings: TeamSettings, at: datetime
 ) -> None:
     event = TeamSettingsChanged(
-        **_common(cur, ctx.team_id, "team", at),
+        **_common(ctx.team_id, at),
         type="team.settings.changed",
         actor_id=ctx.user_id,
         memory_enabled=settings.memory_enabled,

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Self
 
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg import pq, sql
 
 from engram.errors import Forbidden, Unavailable
 from engram.memories.ports import AccessContext
@@ -56,10 +57,12 @@ def _reading_again(refreshed: Callable[[], str]) -> type[psycopg.Connection[Any]
     return Connection
 
 
-_TENANT_SQL = (
-    "SELECT set_config('role', %s, true), set_config('engram.team_id', %s, true), "
-    "set_config('engram.user_id', %s, true), set_config('engram.is_admin', %s, true), "
-    "set_config('statement_timeout', %s, true)"
+#: a transaction's start and its tenant in one message (the simple query protocol takes
+#: several statements, with the values bound on the client): one round trip, not two
+_TENANT_SQL = sql.SQL(
+    "BEGIN; SELECT set_config('role', {}, true), set_config('engram.team_id', {}, true), "
+    "set_config('engram.user_id', {}, true), set_config('engram.is_admin', {}, true), "
+    "set_config('statement_timeout', {}, true)"
 )
 
 
@@ -106,7 +109,12 @@ class Database:
         )
 
     def connect_kwargs(self) -> dict[str, Any]:
-        return {"prepare_threshold": None, "connect_timeout": self._connect_timeout_s}
+        # autocommit: ``tenant`` sends BEGIN itself, in the message that sets the tenant
+        return {
+            "prepare_threshold": None,
+            "connect_timeout": self._connect_timeout_s,
+            "autocommit": True,
+        }
 
     @property
     def pool(self) -> psycopg_pool.ConnectionPool:
@@ -135,20 +143,24 @@ class Database:
 
     @contextmanager
     def tenant(self, ctx: AccessContext) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction acting as the application role for ``ctx`` (RLS applies)."""
+        """One transaction acting as the application role for ``ctx`` (RLS applies): it
+        commits when the block ends and rolls back when it raises."""
         try:
-            with self.pool.connection() as conn, conn.transaction():
-                conn.execute(
-                    _TENANT_SQL,
-                    (
-                        self._app_role,
-                        ctx.team_id,
-                        ctx.user_id,
-                        "on" if ctx.elevated else "off",
-                        str(self._statement_timeout_ms),
-                    ),
+            with self.pool.connection() as conn:
+                settings = (
+                    self._app_role,
+                    ctx.team_id,
+                    ctx.user_id,
+                    "on" if ctx.elevated else "off",
+                    str(self._statement_timeout_ms),
                 )
-                yield conn
+                try:
+                    conn.execute(_TENANT_SQL.format(*map(sql.Literal, settings)))
+                    yield conn
+                except BaseException:
+                    _roll_back(conn)
+                    raise
+                conn.execute("COMMIT")
         except pg_errors.InsufficientPrivilege as exc:
             raise Forbidden("row-level security refused the write") from exc
         except pg_errors.QueryCanceled as exc:
@@ -160,3 +172,12 @@ class Database:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+
+def _roll_back(conn: psycopg.Connection[Any]) -> None:
+    """End the failed block's transaction; a connection that broke is left to the pool,
+    which discards it, and the block's own error is the one raised."""
+    if conn.closed or conn.info.transaction_status is pq.TransactionStatus.IDLE:
+        return
+    with suppress(psycopg.Error):
+        conn.execute("ROLLBACK")
