@@ -31,7 +31,7 @@ from engram.events.models import (
     UserErased,
 )
 from engram.events.ports import OutboxEntry, OutboxStats
-from engram.memories.models import Memory, TeamSettings
+from engram.memories.models import Memory, NewMemory, TeamSettings
 from engram.memories.ports import AccessContext
 
 _NO_TEAM = AccessContext(team_id="", user_id="engram-events", elevated=False)
@@ -58,7 +58,16 @@ _APPEND_SQL = (
 #: an event's sequence before the statement that appends it numbers it, and its name in the
 #: detail
 _UNNUMBERED = 1
-_SEQUENCE_FIELD = MemoryEvent.model_fields["sequence"].alias or "sequence"
+#: a saved memory's id before the statement that saves it says which row it is
+_PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def _field(name: str) -> str:
+    """A memory event's field as the detail names it."""
+    return MemoryEvent.model_fields[name].alias or name
+
+
+_SEQUENCE_FIELD = _field("sequence")
 
 
 def _insert(cur: Cursor[Any], aggregate_id: str, event: DomainEvent, at: datetime) -> None:
@@ -86,6 +95,29 @@ def _common(team_id: str, at: datetime) -> dict[str, Any]:
     }
 
 
+def _memory_event(
+    event_type: MemoryEventType,
+    memory: Memory | NewMemory,
+    memory_id: str,
+    *,
+    actor_id: str,
+    cause: Cause,
+    at: datetime,
+    deleted: bool = False,
+) -> MemoryEvent:
+    return MemoryEvent(
+        **_common(memory.team_id, at),
+        type=event_type,
+        memory_id=memory_id,
+        scope=memory.scope.value,
+        owner_id=memory.owner_id,
+        user_id=memory.user_id,
+        status=None if deleted else memory.status.value,
+        actor_id=actor_id,
+        cause=cause,
+    )
+
+
 def append_memory_event(
     cur: Cursor[Any],
     event_type: MemoryEventType,
@@ -97,19 +129,49 @@ def append_memory_event(
     deleted: bool = False,
 ) -> None:
     """The event of one change of ``memory`` (its state after the change; ``deleted``: gone)."""
-    aggregate = f"memory:{memory.id}"
-    event = MemoryEvent(
-        **_common(memory.team_id, at),
-        type=event_type,
-        memory_id=memory.id,
-        scope=memory.scope.value,
-        owner_id=memory.owner_id,
-        user_id=memory.user_id,
-        status=None if deleted else memory.status.value,
-        actor_id=actor_id,
-        cause=cause,
+    event = _memory_event(
+        event_type, memory, memory.id, actor_id=actor_id, cause=cause, at=at, deleted=deleted
     )
-    _insert(cur, aggregate, event, at)
+    _insert(cur, f"memory:{memory.id}", event, at)
+
+
+#: The event of the row a statement's CTE ``saved`` wrote (its ``id``, ``team_id`` and
+#: ``created``), appended by the same statement: ``memory.saved`` when the row was created,
+#: else ``memory.updated``. Its aggregate's next number and outbox row as in ``_APPEND_SQL``;
+#: the row's id, the type and the number replace the detail's placeholders.
+SAVED_EVENT_CTES = (
+    "saved_type AS (SELECT CASE WHEN created THEN %(ev_created)s ELSE %(ev_updated)s END"
+    " AS event_type FROM saved),"
+    " saved_seq AS (INSERT INTO event_sequences AS s (team_id, aggregate_id, last_seq)"
+    " SELECT team_id, 'memory:' || id, 1 FROM saved ON CONFLICT (team_id, aggregate_id)"
+    " DO UPDATE SET last_seq = s.last_seq + 1 RETURNING aggregate_id, last_seq),"
+    " saved_event AS (INSERT INTO event_outbox (event_id, team_id, aggregate_id, sequence,"
+    " event_type, detail, created_at, next_attempt_at) SELECT %(ev_id)s, saved.team_id,"
+    " q.aggregate_id, q.last_seq, t.event_type, %(ev_detail)s::jsonb || jsonb_build_object("
+    " %(ev_id_field)s::text, saved.id::text, %(ev_type_field)s::text, t.event_type,"
+    " %(ev_seq_field)s::text, q.last_seq), %(ev_at)s, %(ev_at)s"
+    " FROM saved, saved_seq q, saved_type t)"
+)
+
+
+def saved_event_params(
+    memory: NewMemory, *, actor_id: str, cause: Cause, at: datetime
+) -> dict[str, Any]:
+    """The parameters of ``SAVED_EVENT_CTES`` for a save of ``memory`` (its state after the
+    save: the key's one row, with ``memory``'s status)."""
+    event = _memory_event(
+        "memory.saved", memory, _PLACEHOLDER_ID, actor_id=actor_id, cause=cause, at=at
+    )
+    return {
+        "ev_created": "memory.saved",
+        "ev_updated": "memory.updated",
+        "ev_id": uuid.UUID(event.event_id),
+        "ev_detail": Jsonb(event.to_detail()),
+        "ev_id_field": _field("memory_id"),
+        "ev_type_field": _field("type"),
+        "ev_seq_field": _SEQUENCE_FIELD,
+        "ev_at": at,
+    }
 
 
 def user_aggregate(team_id: str, user_id: str) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from engram.adapters.inmemory_memories import decode_cursor, encode_cursor
+from engram.adapters.postgres import saving
 from engram.adapters.postgres.embeddings import PostgresEmbeddingBacklog
 from engram.adapters.postgres.lifecycle import (
-    ON_KEY,
     PROPOSE_SQL,
     change_row,
     drop_rejected,
@@ -58,29 +58,6 @@ from engram.memories.models import (
 from engram.memories.ports import AccessContext, MemoryChange, MemoryStore
 
 
-#: a save's row: a new key's, or the key's one row updated
-_UPSERT = (
-    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-    " source_channel_id, source_user_id, confidence, status, embedding,"
-    " embedding_model, embedding_dims, created_at, updated_at) VALUES (%(id)s,"
-    " %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
-    " %(source)s, %(confidence)s, %(status)s, %(embedding)s::vector,"
-    " %(embedding_model)s, %(embedding_dims)s, %(now)s, %(now)s)"
-    f" {ON_KEY} DO UPDATE"
-    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
-    " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
-    " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
-    " embedding_model = EXCLUDED.embedding_model,"
-    " embedding_dims = EXCLUDED.embedding_dims,"
-    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
-)
-_RETURNING = f" RETURNING {COLUMNS}, (xmax = 0) AS created"
-UPSERT_SQL = _UPSERT + _RETURNING
-#: the same, writing nothing when the key's row is a rejected proposal: a save's common case
-#: in one statement, without first deleting a rejected row that is almost never there
-UPSERT_UNLESS_REJECTED_SQL = _UPSERT + " WHERE m.status <> 'rejected'" + _RETURNING
-
-
 class _NotProposed(Exception):
     """A proposal wrote nothing: its transaction is rolled back."""
 
@@ -97,22 +74,15 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore, Memory
         values = self._values(memory)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             used = lock_quotas(cur, ctx.team_id, subjects)
-            cur.execute(UPSERT_UNLESS_REJECTED_SQL, values)
+            params = saving.save_params(values, memory, actor_id=ctx.user_id)
+            cur.execute(saving.SAVE_UNLESS_REJECTED_SQL, params)
             row = cur.fetchone()
             if row is None:  # the key's row is a rejected proposal: it gives way to the save
                 drop_rejected(cur, memory, at=values["now"])
-                cur.execute(UPSERT_SQL, values)
+                cur.execute(saving.SAVE_SQL, params)
                 row = cur.fetchone()
             assert row is not None
             saved = _memory(row)
-            append_memory_event(
-                cur,
-                "memory.saved" if row["created"] else "memory.updated",
-                saved,
-                actor_id=ctx.user_id,
-                cause="api",
-                at=values["now"],
-            )
             if row["created"] and memory.status in LIVE_STATUSES:
                 refuse_past_limits(subjects, used)
         return saved, bool(row["created"])
