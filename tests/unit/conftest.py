@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.support.unreachable import UNREACHABLE
+
+from engram.bootstrap import Container, set_container
 
 
 class NetworkDisabled(RuntimeError):
@@ -23,3 +27,15 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded)
+
+
+@pytest.fixture
+def unreachable_container(monkeypatch: pytest.MonkeyPatch) -> Iterator[Container]:
+    """The handlers' container, built from settings whose services cannot be reached (and
+    Powertools' tracing and metrics off): for tests that call handlers without a service."""
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    container = Container(UNREACHABLE)
+    old = set_container(container)
+    yield container
+    set_container(old)

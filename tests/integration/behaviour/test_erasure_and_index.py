@@ -27,6 +27,12 @@ def keys_of(target: RedisTarget, identity: str) -> list[bytes]:
     return target.key_names(f"*{{{escaped}}}*")
 
 
+def assert_gone(store: RedisBehaviourStore, target: RedisTarget) -> None:
+    """Nothing of the identity is left: no key, no entry in the identity index."""
+    assert keys_of(target, IDENTITY) == []
+    assert store.client.zscore(store.index_key, IDENTITY) is None
+
+
 def stale_commit(store: RedisBehaviourStore, clock: FakeClock, read: RoundInput) -> bool:
     upserts, deletes = plan(read, clock)
     assert upserts
@@ -34,11 +40,7 @@ def stale_commit(store: RedisBehaviourStore, clock: FakeClock, read: RoundInput)
 
 
 def test_erase_leaves_no_key_and_no_index_entry(
-    store: RedisBehaviourStore,
-    client: redis.Redis,
-    redis_target: RedisTarget,
-    clock: FakeClock,
-    make_obs: MakeObs,
+    store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     other = "team-a:user-2"
     store.append(IDENTITY, [make_obs("tool_success", "a"), make_obs("tool_failure", "b")])
@@ -53,8 +55,7 @@ def test_erase_leaves_no_key_and_no_index_entry(
 
     assert store.erase(IDENTITY) == {"observations": 2, "facts": 3}
 
-    assert keys_of(redis_target, IDENTITY) == []
-    assert client.zscore(store.index_key, IDENTITY) is None
+    assert_gone(store, redis_target)
     assert IDENTITY not in store.list_identities(limit=1000)[0]
     # the other identity is untouched
     assert keys_of(redis_target, other) != []
@@ -65,16 +66,11 @@ def test_erase_leaves_no_key_and_no_index_entry(
     assert store.delete_fact(IDENTITY, "fact:tool_affinity:a") is False
     assert store.prune(IDENTITY, clock.now_ms()) == 0
     assert store.remove_if_empty(IDENTITY) is True
-    assert keys_of(redis_target, IDENTITY) == []
-    assert client.zscore(store.index_key, IDENTITY) is None
+    assert_gone(store, redis_target)
 
 
 def test_a_consolidation_racing_an_erasure_writes_nothing_back(
-    store: RedisBehaviourStore,
-    client: redis.Redis,
-    redis_target: RedisTarget,
-    clock: FakeClock,
-    make_obs: MakeObs,
+    store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     one_round(store, clock)  # cursor and version are no longer zero ...
@@ -83,16 +79,11 @@ def test_a_consolidation_racing_an_erasure_writes_nothing_back(
     store.erase(IDENTITY)
     assert stale_commit(store, clock, read) is False
     # ... nor were they for the round read above: nothing, not even an index entry, is back
-    assert keys_of(redis_target, IDENTITY) == []
-    assert client.zscore(store.index_key, IDENTITY) is None
+    assert_gone(store, redis_target)
 
 
 def test_a_fresh_identity_racing_an_erasure_writes_nothing_back(
-    store: RedisBehaviourStore,
-    client: redis.Redis,
-    redis_target: RedisTarget,
-    clock: FakeClock,
-    make_obs: MakeObs,
+    store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     # never consolidated: cursor 0 and version 0 before and after the erasure alike
     store.append(IDENTITY, [make_obs("tool_success", "a")])
@@ -100,7 +91,7 @@ def test_a_fresh_identity_racing_an_erasure_writes_nothing_back(
     assert (read.cursor, read.version) == (0, 0)
     store.erase(IDENTITY)
     assert stale_commit(store, clock, read) is False
-    assert keys_of(redis_target, IDENTITY) == []
+    assert_gone(store, redis_target)
 
 
 def test_string_cursor_pages_stably_under_removals_and_additions(

@@ -26,11 +26,7 @@ from engram.errors import InvalidInput
 
 
 def test_every_key_of_an_identity_shares_one_hash_slot(
-    store: RedisBehaviourStore,
-    client: redis.Redis,
-    redis_target: RedisTarget,
-    clock: FakeClock,
-    make_obs: MakeObs,
+    store: RedisBehaviourStore, redis_target: RedisTarget, clock: FakeClock, make_obs: MakeObs
 ) -> None:
     store.append(IDENTITY, [make_obs("tool_success", "a")])
     one_round(store, clock)
@@ -39,7 +35,7 @@ def test_every_key_of_an_identity_shares_one_hash_slot(
     assert all("{team-a:user-1}" in k for k in keys)
     assert len({key_slot(k.encode()) for k in keys}) == 1
     # TTL backstop refreshed on activity
-    assert all(0 < client.pttl(k) <= 90 * MS_PER_DAY for k in keys)
+    assert all(0 < store.client.pttl(k) <= 90 * MS_PER_DAY for k in keys)
 
 
 def test_bad_input_stores_nothing(store: RedisBehaviourStore, redis_target: RedisTarget) -> None:

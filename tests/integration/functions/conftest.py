@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,13 +210,9 @@ def clock() -> Clock | None:
     return None
 
 
-@pytest.fixture
-def stack(
-    redis_target: RedisTarget, migrated_url: str, tmp_path: Any, clock: Clock | None
-) -> Iterator[Stack]:
-    settings = settings_for(redis_target, migrated_url, tmp_path)
-    built = make_stack(settings, clock=clock)
-    built.redis_target = redis_target
+@contextmanager
+def installed(built: Stack) -> Iterator[Stack]:
+    """The stack's container is the handlers' while in the block, and closed after it."""
     old = set_container(built.container)
     try:
         yield built
@@ -223,6 +220,17 @@ def stack(
         set_container(old)
         built.container.close()
         built.container.redis.close()
+
+
+@pytest.fixture
+def stack(
+    redis_target: RedisTarget, migrated_url: str, tmp_path: Any, clock: Clock | None
+) -> Iterator[Stack]:
+    settings = settings_for(redis_target, migrated_url, tmp_path)
+    built = make_stack(settings, clock=clock)
+    built.redis_target = redis_target
+    with installed(built):
+        yield built
 
 
 @pytest.fixture

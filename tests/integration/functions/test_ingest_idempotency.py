@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 import redis
-from tests.integration.functions.conftest import Stack, make_stack, settings_for
+from tests.integration.functions.conftest import Stack, installed, make_stack, settings_for
 from tests.support.ledger import assert_exactly_once, ledger
 from tests.support.services import RedisTarget, free_port
 
 from engram.adapters.idempotency_keys import RedisIdempotencyKeys
-from engram.bootstrap import set_container
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import Unavailable
 
@@ -173,13 +172,10 @@ def keys_down_stack(
     dead = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.2)
     settings = settings_for(redis_target, migrated_url, tmp_path)
     built = make_stack(settings, clock=clock, parts={"ingest_keys": RedisIdempotencyKeys(dead)})
-    old = set_container(built.container)
     try:
-        yield built
+        with installed(built):
+            yield built
     finally:
-        set_container(old)
-        built.container.close()
-        built.container.redis.close()
         dead.close()
 
 

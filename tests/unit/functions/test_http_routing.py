@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,7 +24,6 @@ from tests.support.unreachable import CLAIMS, UNREACHABLE
 from engram import limits
 from engram.adapters.apigateway import http_app, request, respond
 from engram.api.routes import ROUTES
-from engram.bootstrap import Container, set_container
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 
@@ -35,13 +34,7 @@ HANDLERS: dict[str, Any] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _container(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    old = set_container(Container(UNREACHABLE))
-    yield
-    set_container(old)
+pytestmark = pytest.mark.usefixtures("unreachable_container")
 
 
 def event(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +15,14 @@ import pytest
 
 from engram.api.mcp_routes import MCP_ROUTES
 from engram.api.routes import CATCH_ALL, HTTP_FUNCTIONS, ROUTES
-from engram.bootstrap import Container, set_container
 from engram.local.console import CONFIG_PATH, DEV_SIGN_IN_PATH
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
-from engram.settings import Settings
 
 REPO = Path(__file__).resolve().parents[3]
-UNREACHABLE = Settings(
-    redis_url="redis://10.255.255.1:6379/0",
-    database_url="postgresql://u:p@10.255.255.1:5432/engram",
-)
 
 
-@pytest.fixture(autouse=True)
-def _container(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    old = set_container(Container(UNREACHABLE))
-    yield
-    set_container(old)
+pytestmark = pytest.mark.usefixtures("unreachable_container")
 
 
 def test_no_api_route_is_the_dev_sign_in_or_the_local_config():
