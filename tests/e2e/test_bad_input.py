@@ -437,15 +437,21 @@ def error_text(response: httpx.Response) -> str:
     return error["message"] + " " + json.dumps(error.get("details"), ensure_ascii=False)
 
 
+def refused(service: LocalEngram, caller: dict[str, Any], case: Case) -> tuple[httpx.Response, str]:
+    """Send ``case``: the answer has one of its statuses and the one error body (returned
+    with the error's text)."""
+    with service.http() as http:
+        response = send(http, case, caller["token"], caller["memory"]["id"])
+    assert response.status_code in case.status, (case.name, response.status_code, response.text)
+    return response, error_text(response)
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_bad_input_gets_a_4xx_naming_the_field(
     service: LocalEngram, caller: dict[str, Any], case: Case
 ):
-    with service.http() as http:
-        response = send(http, case, caller["token"], caller["memory"]["id"])
-    assert response.status_code in case.status, (case.name, response.status_code, response.text)
+    response, text = refused(service, caller, case)
     assert response.headers["content-type"].startswith("application/json")
-    text = error_text(response)
     if case.code is not None:
         assert response.json()["error"]["code"] == case.code
     if case.field is not None:
@@ -539,10 +545,7 @@ PARSER_BOMBS = [
 def test_json_the_parser_cannot_decode_is_bad_input_not_a_500(
     service: LocalEngram, caller: dict[str, Any], case: Case
 ):
-    with service.http() as http:
-        response = send(http, case, caller["token"], caller["memory"]["id"])
-    assert response.status_code in case.status, (case.name, response.status_code, response.text)
-    text = error_text(response)
+    _, text = refused(service, caller, case)
     if case.field is not None:
         assert case.field in text
 
