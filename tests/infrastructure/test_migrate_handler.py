@@ -90,6 +90,18 @@ class Clock:
         self.slept.append(seconds)
         self.now += seconds
 
+    def apply_retrying(
+        self, conninfo: Any = "postgresql://db/engram", *, wait_s: float
+    ) -> migrate.Migrated:
+        """``apply_migrations_retrying`` sleeping and reading the time on this clock."""
+        return migrate.apply_migrations_retrying(
+            conninfo,
+            embedding_dimensions=8,
+            wait_s=wait_s,
+            sleep=self.sleep,
+            monotonic=self.monotonic,
+        )
+
 
 def test_connection_failures_are_retried_with_backoff_until_the_server_answers(
     monkeypatch: pytest.MonkeyPatch,
@@ -107,13 +119,7 @@ def test_connection_failures_are_retried_with_backoff_until_the_server_answers(
 
     monkeypatch.setattr(migrate, "apply_migrations", apply)
     calls = iter(range(100))
-    result = migrate.apply_migrations_retrying(
-        lambda: f"postgresql://u:p{next(calls)}@db/engram",
-        embedding_dimensions=8,
-        wait_s=60,
-        sleep=clock.sleep,
-        monotonic=clock.monotonic,
-    )
+    result = clock.apply_retrying(lambda: f"postgresql://u:p{next(calls)}@db/engram", wait_s=60)
     assert result == migrate.Migrated(["0001_memories"], attempts=5)
     assert clock.slept == [1, 2, 4, 8]
     # the credentials are read again for every attempt
@@ -130,13 +136,7 @@ def test_it_gives_up_when_the_wait_is_spent_and_raises_the_last_failure(
 
     monkeypatch.setattr(migrate, "apply_migrations", apply)
     with pytest.raises(psycopg.OperationalError, match="refused at 31"):
-        migrate.apply_migrations_retrying(
-            "postgresql://db/engram",
-            embedding_dimensions=8,
-            wait_s=40,
-            sleep=clock.sleep,
-            monotonic=clock.monotonic,
-        )
+        clock.apply_retrying(wait_s=40)
     assert clock.slept == [1, 2, 4, 8, 16]  # the next wait (20 s) would overrun 40 s
     assert sum(clock.slept) <= 40
 
@@ -151,13 +151,7 @@ def test_sql_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(migrate, "apply_migrations", apply)
     with pytest.raises(psycopg.errors.SyntaxError):
-        migrate.apply_migrations_retrying(
-            "postgresql://db/engram",
-            embedding_dimensions=8,
-            wait_s=600,
-            sleep=clock.sleep,
-            monotonic=clock.monotonic,
-        )
+        clock.apply_retrying(wait_s=600)
     assert len(calls) == 1
     assert clock.slept == []
 

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from tests.support.aws import CREDENTIALS, REGION
+from tests.support.callers import team_caller
 from tests.support.faultproxy import FaultProxy
 from tests.support.services import RedisTarget
 
@@ -25,7 +26,6 @@ from engram.bootstrap import Container
 from engram.clock import FakeClock
 from engram.events.models import SOURCE
 from engram.events.relay import OutboxRelay
-from engram.identity import Caller
 from engram.settings import Settings
 
 DIMS = 64
@@ -214,8 +214,7 @@ class World:
     bridge: EventBridge
     url: str
 
-    def caller(self, user: str, team: str = "acme", *, admin: bool = False) -> Caller:
-        return Caller(user_id=user, team_id=team, is_team_admin=admin)
+    caller = staticmethod(team_caller)
 
     def relay(self, **kwargs: Any) -> OutboxRelay:
         s = self.container.settings

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.support.callers import team_caller
 from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.pool import Database
@@ -23,7 +24,6 @@ from engram.bootstrap import Container
 from engram.bootstrap.maintenance import build_maintenance_job
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.extraction import TranscriptJob
-from engram.identity import Caller
 from engram.local.pullqueue import PullQueue
 from engram.local.sqs import LocalSqs
 from engram.maintenance import MaintenanceJob, MaintenanceReport
@@ -62,8 +62,7 @@ class World:
     url: str
     redis_target: RedisTarget
 
-    def caller(self, user: str, team: str = "acme", *, admin: bool = False) -> Caller:
-        return Caller(user_id=user, team_id=team, is_team_admin=admin)
+    caller = staticmethod(team_caller)
 
     def transcript(
         self,
