@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 from tests.integration.functions.conftest import settings_for
 from tests.support.services import RedisTarget
+from tests.support.serving import serve
 
 from engram.api.mcp_routes import MCP_ROUTES
 from engram.api.routes import ROUTES
 from engram.bootstrap import set_container
 from engram.local.app import build_app
-from engram.local.server import LocalService
 from engram.local.tokens import TokenSigner
 
 
@@ -30,11 +30,7 @@ def test_serve_app_end_to_end(redis_target: RedisTarget, migrated_url: str, tmp_
     )
     assert set(app.routes) == {r.route_key for r in ROUTES} | set(MCP_ROUTES)
     assert app.drain_hooks == []  # nothing runs before start()
-    service = LocalService(app.routes, settings=settings, port=0)
-    app.start()
-    for hook in app.drain_hooks:
-        service.add_drain_hook(hook)
-    service.start()
+    service = serve(app, settings)
     token = TokenSigner(tmp_path, audience=settings.local_audience, settings=settings).issue(
         "alice", "acme"
     )

@@ -22,6 +22,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.ledger import Ledger, assert_exactly_once, ledger
 from tests.support.polling import eventually as poll
 from tests.support.services import RedisTarget
+from tests.support.serving import serve
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
@@ -120,11 +121,7 @@ def start_live(
         parts={"database_url": database_url, "migrate": False},
         run_maintenance=False,
     )
-    service = LocalService(app.routes, settings=settings, port=0)
-    app.start()
-    for hook in app.drain_hooks:
-        service.add_drain_hook(hook)
-    service.start()
+    service = serve(app, settings)
     signer = TokenSigner(data_dir, audience=settings.local_audience, settings=settings)
     return Live(settings, app, service, signer, redis_target)
 
