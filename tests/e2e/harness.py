@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,58 +139,22 @@ class LocalEngram:
         """Keys of this service's prefix whose name or any value (string, hash, list, set,
         sorted set, stream) contains ``needle``."""
         import redis
+        from tests.support.leftovers import redis_keys_mentioning
 
         assert self.redis_admin_url is not None, "this service runs on its in-process Redis"
         client = redis.Redis.from_url(self.redis_admin_url, socket_timeout=5)
-        raw = needle.encode("utf-8")
-        found: list[str] = []
         try:
-            for key in client.scan_iter(match=f"{self.key_prefix}*", count=1000):
-                kind = client.type(key).decode()
-                values: list[bytes] = []
-                if kind == "string":
-                    values = [client.get(key) or b""]
-                elif kind == "hash":
-                    values = [b for kv in client.hgetall(key).items() for b in kv]
-                elif kind == "list":
-                    values = list(client.lrange(key, 0, -1))
-                elif kind == "set":
-                    values = list(client.smembers(key))
-                elif kind == "zset":
-                    values = [m for m, _ in client.zrange(key, 0, -1, withscores=True)]
-                elif kind == "stream":
-                    values = [
-                        b for _, fields in client.xrange(key) for kv in fields.items() for b in kv
-                    ]
-                if raw in key or any(raw in v for v in values):
-                    found.append(key.decode("utf-8", "replace"))
+            return redis_keys_mentioning(client, needle, match=f"{self.key_prefix}*")
         finally:
             client.close()
-        return sorted(found)
 
     def postgres_mentions(self, needle: str, *, except_tables: tuple[str, ...] = ()) -> list[str]:
         """Tables of the public schema with a row whose text form contains ``needle``."""
-        import psycopg
-        from psycopg import sql
+        from tests.support.leftovers import postgres_rows_mentioning
 
-        found: list[str] = []
-        with psycopg.connect(self.database_url, autocommit=True, connect_timeout=10) as conn:
-            tables = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-                ).fetchall()
-            ]
-            for table in tables:
-                if table in except_tables:
-                    continue
-                query = sql.SQL("SELECT count(*) FROM {} t WHERE t::text LIKE %s").format(
-                    sql.Identifier(table)
-                )
-                row = conn.execute(query, (f"%{needle}%",)).fetchone()
-                if row and row[0]:
-                    found.append(f"{table}: {row[0]} rows")
-        return found
+        rows = postgres_rows_mentioning(self.database_url, needle, skip=except_tables)
+        counts = Counter(table for table, _ in rows)
+        return [f"{table}: {n} rows" for table, n in counts.items()]
 
     def log_tail(self, lines: int = 60) -> str:
         try:

@@ -32,6 +32,7 @@ import psycopg
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from tests.integration.stress.conftest import Live, eventually
+from tests.support.leftovers import postgres_rows_mentioning, redis_keys_mentioning
 from tests.support.services import RedisTarget
 
 from engram.api.routes import ROUTES
@@ -442,48 +443,15 @@ def test_hostile_memories_and_names_are_inert_in_every_prompt_path(live: Live) -
 # --- erasure ---------------------------------------------------------------------------------
 def scan_redis(live: Live, needle: str) -> list[str]:
     """Every key whose name or value mentions ``needle``."""
-    client: Any = live.redis_admin()  # lists every key: the administrator's right
-    hits = []
-    for key in client.scan_iter(count=1000):
-        kind = client.type(key).decode()
-        if kind == "string":
-            value: Any = client.get(key)
-        elif kind == "hash":
-            value = client.hgetall(key)
-        elif kind == "zset":
-            value = client.zrange(key, 0, -1, withscores=True)
-        elif kind == "set":
-            value = client.smembers(key)
-        elif kind == "list":
-            value = client.lrange(key, 0, -1)
-        else:
-            value = client.dump(key)
-        if needle.encode() in key or needle.encode() in repr(value).encode():
-            hits.append(key.decode())
-    return sorted(hits)
+    return redis_keys_mentioning(live.redis_admin(), needle)  # the administrator lists keys
 
 
 def scan_postgres(
     database_url: str, needle: str, *, skip: frozenset[str] = frozenset()
 ) -> list[str]:
     """``table: row`` for every row of every public table whose text mentions ``needle``."""
-    hits = []
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-            ).fetchall()
-        ]
-        for table in tables:
-            if table in skip:
-                continue
-            rows = conn.execute(
-                f'SELECT t::text FROM "{table}" t WHERE t::text LIKE %s',
-                (f"%{needle}%",),
-            ).fetchall()
-            hits += [f"{table}: {r[0][:120]}" for r in rows]
-    return hits
+    rows = postgres_rows_mentioning(database_url, needle, skip=skip)
+    return [f"{table}: {text[:120]}" for table, text in rows]
 
 
 def test_erasure_leaves_nothing_in_redis_or_postgres(live: Live, migrated_url: str) -> None:
