@@ -57,6 +57,12 @@ def _target(synth: Synthesized, value: Any) -> tuple[str, dict[str, Any]]:
     raise AssertionError(f"unresolvable {value!r}")
 
 
+def _cache_secret(synth: Synthesized) -> str:
+    """The logical id of the one secret of the cache's credentials."""
+    (cache_secret,) = [k for k in synth.resources(SECRET_TYPE, "Data") if k.startswith("Cache")]
+    return cache_secret
+
+
 def _handler_name(fn: dict[str, Any]) -> str | None:
     handler = str(fn["Properties"].get("Handler", ""))
     parts = handler.split(".")
@@ -92,7 +98,7 @@ def test_functions_read_the_cache_secret_at_run_time_as_a_cluster(
     stage: str, synth_cache: Any
 ) -> None:
     synth: Synthesized = synth_cache(stage)
-    (cache_secret,) = [k for k in synth.resources(SECRET_TYPE, "Data") if k.startswith("Cache")]
+    cache_secret = _cache_secret(synth)
     readers = _secret_readers(synth, cache_secret)
     seen = set()
     for fn in _lambdas(synth).values():
@@ -248,7 +254,7 @@ def test_the_cache_secret_rotates_on_a_schedule_by_the_rotation_function(
     stage: str, synth_cache: Any
 ) -> None:
     synth: Synthesized = synth_cache(stage)
-    (cache_secret,) = [k for k in synth.resources(SECRET_TYPE, "Data") if k.startswith("Cache")]
+    cache_secret = _cache_secret(synth)
     (app_user,) = [
         k
         for k, u in synth.resources("AWS::ElastiCache::User", "Data").items()

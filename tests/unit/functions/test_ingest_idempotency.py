@@ -22,6 +22,7 @@ ALICE = Caller(user_id="alice", team_id="acme")
 MINUTE = 60_000
 ROYALTIES = EventsRequest.model_validate({"events": [{"kind": "query", "text": "royalties?"}]})
 CONTRACTS = EventsRequest.model_validate({"events": [{"kind": "query", "text": "contracts?"}]})
+OK = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
 
 
 class DownKeys:
@@ -75,29 +76,26 @@ def test_keys_are_per_caller_and_route_and_ignore_surrounding_space() -> None:
     assert ingest.accept_events(ALICE, ROYALTIES, idempotency_key=" k ").ids == first
     bob = Caller(user_id="bob", team_id="acme")
     assert ingest.accept_events(bob, CONTRACTS, idempotency_key="k").accepted == 1
-    ok = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
-    observations = ObservationsRequest.model_validate({"observations": [ok]})
+    observations = ObservationsRequest.model_validate({"observations": [OK]})
     assert ingest.accept_observations(ALICE, observations, idempotency_key="k").accepted == 1
 
 
 def test_a_request_refused_for_its_input_does_not_take_the_key() -> None:
     clock = FakeClock()
     ingest = service(clock)
-    ok = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
     bad = ObservationsRequest.model_validate(
-        {"observations": [{**ok, "createdAt": clock.now_ms() - 31 * MS_PER_DAY}]}
+        {"observations": [{**OK, "createdAt": clock.now_ms() - 31 * MS_PER_DAY}]}
     )
     with pytest.raises(InvalidInput):
         ingest.accept_observations(ALICE, bad, idempotency_key="k")
-    good = ObservationsRequest.model_validate({"observations": [ok]})
+    good = ObservationsRequest.model_validate({"observations": [OK]})
     assert ingest.accept_observations(ALICE, good, idempotency_key="k").accepted == 1
 
 
 def test_a_client_observation_id_is_kept_whatever_the_key() -> None:
     clock = FakeClock()
     ingest = service(clock)
-    ok = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
-    request = ObservationsRequest.model_validate({"observations": [{**ok, "id": "mine"}, ok]})
+    request = ObservationsRequest.model_validate({"observations": [{**OK, "id": "mine"}, OK]})
     ids = ingest.accept_observations(ALICE, request, idempotency_key="k").ids
     assert ids[0] == "mine"
     assert ids[1] != "mine"
