@@ -28,6 +28,7 @@ from engram.clock import Clock
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.local.sqs import LocalQueue, LocalSqs
+from engram.memories.models import Memory
 from engram.settings import Settings
 
 FUNCTIONS: dict[str, Any] = {
@@ -121,6 +122,14 @@ class Stack:
 
     def redis(self) -> Any:
         return self.container.redis
+
+    def proposed(self, key: str, value: str, confidence: float = 0.8) -> Memory:
+        """A memory proposed for alice of acme from a conversation: pending review."""
+        memory = self.container.memories.propose(
+            "acme", "alice", None, key, value, confidence, "conv-1"
+        )
+        assert memory is not None
+        return memory
 
     def redis_key_names(self) -> list[str]:
         """Every key on the deployment (listed as the administrator)."""

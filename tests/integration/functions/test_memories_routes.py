@@ -96,11 +96,7 @@ def test_tools(stack: Stack) -> None:
 
 
 def test_review_approve_and_reject(stack: Stack) -> None:
-    memories = stack.container.memories
-    one = memories.propose("acme", "alice", None, "team", "platform", 0.8, "conv-1")
-    two = memories.propose("acme", "alice", None, "pet", "a cat", 0.7, "conv-1")
-    assert one is not None
-    assert two is not None
+    one, two = stack.proposed("team", "platform"), stack.proposed("pet", "a cat", 0.7)
     assert stack.call("GET /v1/review").status == 403  # not an admin
     pending = stack.call("GET /v1/review", user="carol", groups=ADMIN)
     assert pending.status == 200

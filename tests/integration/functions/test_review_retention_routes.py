@@ -150,11 +150,7 @@ def test_review_pages_with_limit_and_cursor(stack: Stack) -> None:
 
 
 def test_approve_with_edits_without_a_body_and_with_bad_edits(stack: Stack) -> None:
-    memories = stack.container.memories
-    one = memories.propose("acme", "alice", None, "pet", "a cat", 0.8, "conv-1")
-    two = memories.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
-    assert one is not None
-    assert two is not None
+    one, two = stack.proposed("pet", "a cat"), stack.proposed("editor", "vim")
     for body in ({"value": ""}, {"key": "k" * 101}, {"value": 5}, {"status": "active"}):
         bad = as_admin(stack, "POST /v1/review/{id}/approve", path={"id": one.id}, body=body)
         assert bad.status == 422, body
