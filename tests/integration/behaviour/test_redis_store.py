@@ -1,5 +1,6 @@
-"""The Redis adapters on a real redis-server and Redis Cluster: layout, idempotency, cursor,
-fencing, retention."""
+"""The Redis adapters on a real redis-server and Redis Cluster: key layout and TTLs, the Lua
+grouping against the in-memory reference, round trips, script reloads, the identity index.
+What every behaviour store does is in test_store_conformance.py."""
 
 from __future__ import annotations
 
@@ -92,30 +93,6 @@ def test_round_trips_are_constant_whatever_the_sizes(
     assert store.round_trips - before == 1
 
 
-def test_late_and_same_millisecond_observations_are_never_skipped(
-    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    t = clock.now_ms()
-    store.append(
-        IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
-    )
-    one_round(store, clock)
-    clock.advance(days=2)
-    store.append(IDENTITY, [make_obs("tool_success", "early", at=clock.now_ms())])
-    one_round(store, clock)
-    # reaches Redis after a later checkpoint, created before it; and two in one millisecond
-    store.append(
-        IDENTITY,
-        [
-            make_obs("tool_success", "late", at=t - 1000),
-            make_obs("query_pattern", "x", at=t),
-            make_obs("query_pattern", "y", at=t),
-        ],
-    )
-    facts = consolidated(store, clock)
-    assert {"tool_affinity:late", "domain_preference:x", "domain_preference:y"} <= set(facts)
-
-
 def test_separate_port_objects_on_one_client_take_the_atomic_path(
     client: redis.Redis, clock: FakeClock, make_obs: MakeObs
 ) -> None:
@@ -135,36 +112,6 @@ def test_separate_port_objects_on_one_client_take_the_atomic_path(
     assert log.round_trips == 4  # script load, append, read, commit
     assert cps.get(IDENTITY) == 1
     assert facts.get(IDENTITY)[0].reinforcement_count == 1
-
-
-def test_prune_keeps_7_days_below_the_checkpoint_and_drops_older_than_30(
-    store: RedisBehaviourStore, clock: FakeClock, make_obs: MakeObs
-) -> None:
-    now = clock.now_ms()
-    eight = make_obs("tool_success", "eight", at=now - 8 * MS_PER_DAY)
-    store.append(
-        IDENTITY,
-        [
-            eight,
-            make_obs("tool_success", "six", at=now - 6 * MS_PER_DAY),
-            make_obs("tool_success", "now", at=now),
-        ],
-    )
-    one_round(store, clock)
-    assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
-    # a redelivery of a pruned observation is still recognised (tombstone) and adds nothing
-    assert store.append(IDENTITY, [eight]) == 0
-    # an unconsolidated observation is not dropped by the 7-day rule ...
-    pending = make_obs("tool_success", "pending", at=now - 20 * MS_PER_DAY)
-    store.append(IDENTITY, [pending])
-    assert (
-        store.prune(IDENTITY, now - 7 * MS_PER_DAY, up_to_seq=store.checkpoints.get(IDENTITY)) == 0
-    )
-    # ... but anything older than 30 days is (the maintenance job's retention)
-    clock.advance(days=11)
-    assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 1
-    assert {o.metadata["toolName"] for o in store.since(IDENTITY, None)} == {"six", "now"}
-    assert "tool_affinity:pending" not in consolidated(store, clock)  # dropped means dropped
 
 
 def test_identity_index_erase_export_and_delete_fact(

@@ -173,6 +173,62 @@ def test_a_round_reads_groups_and_commits_facts_and_cursor(
     assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 2
 
 
+def test_late_and_same_millisecond_observations_are_never_skipped(
+    store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    t = clock.now_ms()
+    store.append(
+        IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
+    )
+    one_round(store, clock)
+    clock.advance(days=2)
+    store.append(IDENTITY, [make_obs("tool_success", "early", at=clock.now_ms())])
+    one_round(store, clock)
+    # they reach the store after a later checkpoint, created before it (the queue delivered
+    # them late), and several in one millisecond
+    late = [make_obs("tool_success", "late", at=t - MS_PER_DAY)]
+    store.append(IDENTITY, [*late, make_obs("query_pattern", "x", at=t)])
+    store.append(IDENTITY, [make_obs("query_pattern", "y", at=t)])
+    store.append(IDENTITY, [make_obs("entity_access", ("account", "1"), at=t)])
+    facts = consolidated(store, clock)
+    assert {"tool_affinity:a", "tool_affinity:b", "tool_affinity:early"} <= set(facts)
+    assert {"tool_affinity:late", "domain_preference:x", "domain_preference:y"} <= set(facts)
+    assert "entity_frequency:account:1" in facts
+
+
+def tool_names(store: BehaviourStore) -> set[str]:
+    return {o.metadata["toolName"] for o in store.since(IDENTITY, None)}
+
+
+def test_a_round_keeps_7_days_below_the_checkpoint_and_nothing_older_than_30(
+    store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
+) -> None:
+    now = clock.now_ms()
+    eight = make_obs("tool_success", "eight", at=now - 8 * MS_PER_DAY)
+    six = make_obs("tool_success", "six", at=now - 6 * MS_PER_DAY)
+    store.append(IDENTITY, [eight, six, make_obs("tool_success", "now", at=now)])
+    one_round(store, clock)
+    assert tool_names(store) == {"six", "now"}  # 8 days below the checkpoint: gone; 6: kept
+    # a redelivery of a pruned observation is still recognised (tombstone) and adds nothing
+    assert store.append(IDENTITY, [eight]) == 0
+    # an observation that arrives 31 days old is consolidated, then dropped (older than 30)
+    store.append(IDENTITY, [make_obs("tool_success", "ancient", at=now - 31 * MS_PER_DAY)])
+    assert "tool_affinity:ancient" in consolidated(store, clock)
+    assert tool_names(store) == {"six", "now"}
+    # an unconsolidated observation is not dropped by the 7-day rule ...
+    store.append(IDENTITY, [make_obs("tool_success", "pending", at=now - 20 * MS_PER_DAY)])
+    checkpoint = store.get_checkpoint(IDENTITY)
+    assert store.prune(IDENTITY, now - 7 * MS_PER_DAY, up_to_seq=checkpoint) == 0
+    assert "tool_affinity:pending" in consolidated(store, clock)
+    # ... but anything older than 30 days is (the maintenance job's retention): here the
+    # consolidated one (7 days below its round's newest are kept) and one never consolidated
+    store.append(IDENTITY, [make_obs("tool_success", "dropped", at=now - 20 * MS_PER_DAY)])
+    clock.advance(days=11)
+    assert store.prune(IDENTITY, clock.now_ms() - 30 * MS_PER_DAY) == 2
+    assert tool_names(store) == {"six", "now"}
+    assert "tool_affinity:dropped" not in consolidated(store, clock)  # dropped means dropped
+
+
 def test_round_facts_are_the_callers_to_change(
     store: BehaviourStore, clock: FakeClock, make_obs: MakeObs
 ) -> None:

@@ -1,4 +1,7 @@
-"""consolidate(): one round step by step, its decisions, crashes and concurrency."""
+"""consolidate() on the in-memory store: a round's decisions (new facts, one reinforcement a
+round, decay and expiry, adaptive ease, ranking) and a crash between facts and checkpoint over
+separate stores. What every behaviour store does (idempotency, retention, fencing, crashes and
+concurrent rounds) is in tests/integration/behaviour/test_store_conformance.py."""
 
 from __future__ import annotations
 
@@ -79,24 +82,6 @@ def test_unreinforced_facts_decay_and_expire(clock: FakeClock, make_obs: MakeObs
     assert facts["tool_affinity:kept"].reinforcement_count == 3
 
 
-def test_late_and_same_millisecond_observations_are_consolidated(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = InMemoryBehaviourStore()
-    t = clock.now_ms()
-    store.append(
-        IDENTITY, [make_obs("tool_success", "a", at=t), make_obs("tool_success", "b", at=t)]
-    )
-    one_round(store, clock)
-    clock.advance(days=1)
-    # arrives after the checkpoint but was created a day before it (SQS delivered it late)
-    store.append(IDENTITY, [make_obs("tool_success", "late", at=t - MS_PER_DAY)])
-    store.append(IDENTITY, [make_obs("entity_access", ("account", "1"), at=t)])
-    facts = consolidated(store, clock)
-    assert {"tool_affinity:a", "tool_affinity:b", "tool_affinity:late"} <= set(facts)
-    assert "entity_frequency:account:1" in facts
-
-
 def test_quality_feeds_adaptive_ease(clock: FakeClock, make_obs: MakeObs) -> None:
     store = InMemoryBehaviourStore()
     decay = AdaptiveDecay()
@@ -130,42 +115,6 @@ def test_returned_facts_are_ranked_and_carry_current_confidence(
     facts = one_round(store, clock)
     assert [f.subject for f in facts] == ["tool_affinity:b", "tool_affinity:a"]
     assert facts[1].confidence == pytest.approx(0.5 * 0.95)
-
-
-def test_prune_keeps_7_days_below_the_checkpoint_and_drops_anything_older_than_30(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = InMemoryBehaviourStore()
-    now = clock.now_ms()
-    ancient_pending = make_obs("tool_success", "ancient", at=now - 31 * MS_PER_DAY)
-    store.append(
-        IDENTITY,
-        [
-            make_obs("tool_success", "eight", at=now - 8 * MS_PER_DAY),
-            make_obs("tool_success", "six", at=now - 6 * MS_PER_DAY),
-            make_obs("tool_success", "now", at=now),
-        ],
-    )
-    one_round(store, clock)
-    left = {o.metadata["toolName"] for o in store.since(IDENTITY, None)}
-    assert left == {"six", "now"}  # 8 days below the checkpoint: gone; 6 days: kept
-    # an observation that arrives 31 days old is consolidated, then dropped (older than 30)
-    store.append(IDENTITY, [ancient_pending])
-    assert "tool_affinity:ancient" in consolidated(store, clock)
-    assert "ancient" not in {o.metadata["toolName"] for o in store.since(IDENTITY, None)}
-
-
-def test_prune_never_drops_unconsolidated_observations_younger_than_30_days(
-    clock: FakeClock, make_obs: MakeObs
-) -> None:
-    store = InMemoryBehaviourStore()
-    now = clock.now_ms()
-    store.append(IDENTITY, [make_obs("tool_success", "now", at=now)])
-    one_round(store, clock)
-    pending = make_obs("tool_success", "pending", at=now - 20 * MS_PER_DAY)
-    store.append(IDENTITY, [pending])
-    assert store.prune(IDENTITY, now - 7 * MS_PER_DAY, up_to_seq=1) == 0
-    assert "tool_affinity:pending" in consolidated(store, clock)
 
 
 def test_a_crash_between_facts_and_checkpoint_does_not_reinforce_twice(
