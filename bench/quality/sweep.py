@@ -16,6 +16,7 @@ import argparse
 import importlib
 import itertools
 import json
+import pickle
 import time
 import uuid
 from collections.abc import Sequence
@@ -44,19 +45,26 @@ def fuse(keyword: Sequence[str], vector: Sequence[str], k: int, wk: float, wv: f
     return sorted(scores, key=lambda key: (-scores[key], key))[:DEPTH]
 
 
-SCORE_ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+SCORE_ALPHAS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9)
+SCORE_THRESHOLDS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 
 
 def score_fuse(
-    bm25: dict[str, float], vector: Sequence[tuple[str, float]], alpha: float
+    keyword: Sequence[str],
+    bm25: dict[str, float],
+    vector: Sequence[tuple[str, float]],
+    alpha: float,
+    threshold: float = 0.0,
 ) -> list[str]:
-    """Weighted score fusion: ``alpha * bm25 / max bm25 + (1 - alpha) * cosine`` over the
-    keyword hits and the vector list (a missing side counts 0)."""
-    top = max(bm25.values(), default=0.0) or 1.0
-    cos = dict(vector)
-    keys = set(bm25) | set(cos)
+    """Weighted score fusion as the recall statement computes it: ``alpha * bm25 / max bm25``
+    over the keyword list (the store's first ``LIST``) plus ``(1 - alpha) * max(cosine, 0)``
+    over the vector list's rows of at least ``threshold`` (a missing side counts 0)."""
+    kw = {k: bm25.get(k, 0.0) for k in keyword}
+    top = max(kw.values(), default=0.0) or 1.0
+    cos = {k: c for k, c in vector if c >= threshold}
+    keys = set(kw) | set(cos)
     fused = {
-        k: alpha * bm25.get(k, 0.0) / top + (1 - alpha) * max(cos.get(k, 0.0), 0.0) for k in keys
+        k: alpha * kw.get(k, 0.0) / top + (1 - alpha) * max(cos.get(k, 0.0), 0.0) for k in keys
     }
     return sorted(fused, key=lambda k: (-fused[k], k))[:DEPTH]
 
@@ -78,8 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--cache", type=Path, default=None, help="pickle the lists here")
+    parser.add_argument(
+        "--reuse", action="store_true", help="score the grid on the lists pickled in --cache"
+    )
     parser.add_argument("--conversations", type=int, default=None, help="the first N only")
     args = parser.parse_args(argv)
+    if args.reuse and args.cache is None:
+        parser.error("--reuse needs --cache")
     conversations = load(args.data)[: args.conversations]
     embedder: Embedder = WordLlamaEmbedder()
     if args.embedder:
@@ -87,62 +100,63 @@ def main(argv: list[str] | None = None) -> int:
         embedder = getattr(importlib.import_module(module), attr)()
     started = time.perf_counter()
     team = "engram-sweep"
-    with embedded_postgres() as fresh:
-        url = fresh(f"sweep_{uuid.uuid4().hex[:8]}")
-        apply_migrations(url, embedding_dimensions=embedder.dimensions)
-        db = Database(url, max_size=2, connect_timeout_s=5, statement_timeout_ms=60_000)
-        store = PostgresMemoryStore(db)
-        lists: list[tuple[list[str], list[tuple[str, float]], frozenset[str], int]] = []
-        scores: list[dict[str, float]] = []
-        spread: list[tuple[float, float]] = []
-        try:
-            for conv in conversations:
-                user = f"locomo-{conv.sample_id}"
-                ctx = AccessContext(team_id=team, user_id=user)
-                texts = [embedding_text(m.key, m.value) for m in conv.memories]
-                batches = [embedder.embed(texts[i : i + 64]) for i in range(0, len(texts), 64)]
-                vectors = np.asarray([v for b in batches for v in b], dtype=np.float32)
-                for m, v in zip(conv.memories, vectors, strict=True):
-                    store.upsert(
-                        ctx,
-                        NewMemory(
-                            scope=Scope.USER,
-                            owner_id=user,
-                            team_id=team,
-                            key=m.key,
-                            value=m.value,
-                            embedding=v.tolist(),
-                            embedding_model=embedder.model_id,
-                        ),
-                    )
-                keys = [m.key for m in conv.memories]
-                for q in conv.questions:
-                    found = store.recall(
-                        ctx,
-                        RecallRequest(team_id=team, user_id=user, query=q.text, limit=LIST),
-                    )
-                    with db.tenant(ctx) as conn:
-                        bm25 = dict(
-                            conn.execute(
-                                "SELECT m.key, c.score FROM engram_fts_rank(%s,"
-                                " 'english'::regconfig, NULL, 1.2) c"
-                                " JOIN memories m ON m.id = c.id",
-                                (q.text,),
-                            ).fetchall()
+    lists: list[tuple[list[str], list[tuple[str, float]], frozenset[str], int]] = []
+    scores: list[dict[str, float]] = []
+    spread: list[tuple[float, float]] = []
+    if args.reuse:  # the lists of an earlier run of the same embedder: only the grid is scored
+        lists, scores, spread = pickle.loads(args.cache.read_bytes())
+    else:
+        with embedded_postgres() as fresh:
+            url = fresh(f"sweep_{uuid.uuid4().hex[:8]}")
+            apply_migrations(url, embedding_dimensions=embedder.dimensions)
+            db = Database(url, max_size=2, connect_timeout_s=5, statement_timeout_ms=60_000)
+            store = PostgresMemoryStore(db)
+            try:
+                for conv in conversations:
+                    user = f"locomo-{conv.sample_id}"
+                    ctx = AccessContext(team_id=team, user_id=user)
+                    texts = [embedding_text(m.key, m.value) for m in conv.memories]
+                    batches = [embedder.embed(texts[i : i + 64]) for i in range(0, len(texts), 64)]
+                    vectors = np.asarray([v for b in batches for v in b], dtype=np.float32)
+                    for m, v in zip(conv.memories, vectors, strict=True):
+                        store.upsert(
+                            ctx,
+                            NewMemory(
+                                scope=Scope.USER,
+                                owner_id=user,
+                                team_id=team,
+                                key=m.key,
+                                value=m.value,
+                                embedding=v.tolist(),
+                                embedding_model=embedder.model_id,
+                            ),
                         )
-                    scores.append(bm25)
-                    qv = np.asarray(embedder.embed([q.text])[0], dtype=np.float32)
-                    sims = vectors @ qv
-                    order = sorted(range(len(keys)), key=lambda i: (-sims[i], keys[i]))[:LIST]
-                    vector = [(keys[i], float(sims[i])) for i in order]
-                    spread.append((float(sims.mean()), float(sims.std())))
-                    lists.append(([m.key for m in found], vector, q.evidence, q.category))
-        finally:
-            db.close()
+                    keys = [m.key for m in conv.memories]
+                    for q in conv.questions:
+                        found = store.recall(
+                            ctx,
+                            RecallRequest(team_id=team, user_id=user, query=q.text, limit=LIST),
+                        )
+                        with db.tenant(ctx) as conn:
+                            bm25 = dict(
+                                conn.execute(
+                                    "SELECT m.key, c.score FROM engram_fts_rank(%s,"
+                                    " 'english'::regconfig, NULL, 1.2) c"
+                                    " JOIN memories m ON m.id = c.id",
+                                    (q.text,),
+                                ).fetchall()
+                            )
+                        scores.append(bm25)
+                        qv = np.asarray(embedder.embed([q.text])[0], dtype=np.float32)
+                        sims = vectors @ qv
+                        order = sorted(range(len(keys)), key=lambda i: (-sims[i], keys[i]))[:LIST]
+                        vector = [(keys[i], float(sims[i])) for i in order]
+                        spread.append((float(sims.mean()), float(sims.std())))
+                        lists.append(([m.key for m in found], vector, q.evidence, q.category))
+            finally:
+                db.close()
 
-    if args.cache:
-        import pickle
-
+    if args.cache and not args.reuse:
         args.cache.write_bytes(pickle.dumps((lists, scores, spread)))
 
     def score(ranked_of: list[list[str]]) -> dict[str, object]:
@@ -165,11 +179,14 @@ def main(argv: list[str] | None = None) -> int:
             {"fusion": "rrf", "minSimilarity": threshold, "rrfK": k, "vectorWeight": wv}
             | score(fused)
         )
-    for alpha in SCORE_ALPHAS:
+    for threshold, alpha in itertools.product(SCORE_THRESHOLDS, SCORE_ALPHAS):
         fused = [
-            score_fuse(bm25, vec, alpha) for bm25, (_, vec, _, _) in zip(scores, lists, strict=True)
+            score_fuse(kw, bm25, vec, alpha, threshold)
+            for bm25, (kw, vec, _, _) in zip(scores, lists, strict=True)
         ]
-        rows.append({"fusion": "score", "keywordShare": alpha} | score(fused))
+        rows.append(
+            {"fusion": "score", "minSimilarity": threshold, "keywordShare": alpha} | score(fused)
+        )
     best = max(rows[2:], key=lambda r: (r["R@10"], r["MRR"]))  # type: ignore[arg-type]
     out = {
         "benchmark": "quality_sweep",

@@ -23,7 +23,7 @@ from engram.memories.models import RecallTuning
 
 #: Chosen by measurement on LoCoMo's development half (docs/memories.md).
 MINILM_TUNING = RecallTuning(
-    fusion="score", min_similarity=0.0, keyword_weight=0.5, vector_weight=0.5
+    fusion="score", min_similarity=0.3, keyword_weight=0.5, vector_weight=0.5
 )
 
 MINILM_DIMENSIONS = 384
