@@ -55,8 +55,7 @@ _APPEND_SQL = (
     " FROM n"
 )
 
-#: an event's sequence before the statement that appends it numbers it, and its name in the
-#: detail
+#: an event's sequence before the statement that appends it numbers it
 _UNNUMBERED = 1
 #: a saved memory's id before the statement that saves it says which row it is
 _PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000"
