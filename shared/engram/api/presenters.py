@@ -2,14 +2,15 @@
 memories, personas, session contexts, exports, receipts) take the shapes of
 ``engram.api.models``. The use cases never build these themselves.
 
-A response model reads the same-named attributes of a domain object (``model_validate(obj)``,
-nested ones too: enums become their values, ``datetime`` epoch milliseconds); a presenter
-writes out only the fields that are named or gathered differently."""
+A response model reads the same-named fields of a domain model (``Model.of(model)``) or the
+same-named attributes of another object (``Model.model_validate(obj)``), nested ones too:
+enums become their values, ``datetime`` epoch milliseconds. A presenter writes out only the
+fields that are named or gathered differently."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.api.errors import error_response
 from engram.api.models import (
@@ -30,6 +31,7 @@ from engram.api.models import (
     ObservationOut,
     PersonaListResponse,
     PersonaResponse,
+    RankedToolOut,
     ReviewListResponse,
     SessionResponse,
     SessionSections,
@@ -60,8 +62,11 @@ if TYPE_CHECKING:
     from engram.use_cases.tool_ranking import ToolRanking
 
 
+Page = TypeVar("Page", bound=MemoryPageResponse)
+
+
 def fact_out(fact: Fact) -> FactOut:
-    return FactOut.model_validate(fact)
+    return FactOut.of(fact)
 
 
 def facts_response(facts: Sequence[Fact]) -> FactsResponse:
@@ -69,7 +74,7 @@ def facts_response(facts: Sequence[Fact]) -> FactsResponse:
 
 
 def memory_out(memory: Memory) -> MemoryOut:
-    return MemoryOut.model_validate(memory)
+    return MemoryOut.of(memory)
 
 
 def action_out(action: ReviewAction) -> MemoryActionOut:
@@ -98,8 +103,12 @@ def memory_list(memories: Sequence[Memory]) -> MemoryListResponse:
     return MemoryListResponse(memories=[memory_out(m) for m in memories])
 
 
+def _page_of(model: type[Page], page: MemoryPage) -> Page:
+    return model(memories=[memory_out(m) for m in page.memories], next_cursor=page.next_cursor)
+
+
 def memory_page(page: MemoryPage) -> MemoryPageResponse:
-    return MemoryPageResponse.model_validate(page)
+    return _page_of(MemoryPageResponse, page)
 
 
 def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewResponse:
@@ -122,7 +131,7 @@ def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewRespons
 
 
 def review_page(page: MemoryPage) -> ReviewListResponse:
-    return ReviewListResponse.model_validate(page)
+    return _page_of(ReviewListResponse, page)
 
 
 def session_response(context: SessionContext) -> SessionResponse:
@@ -155,7 +164,15 @@ def tools_response(fmt: ToolFormat, definitions: Sequence[Mapping[str, Any]]) ->
 
 
 def tool_rank_response(ranking: ToolRanking) -> ToolRankResponse:
-    return ToolRankResponse.model_validate(ranking)
+    tools = [
+        RankedToolOut(
+            name=t.name, score=t.score, affinity=t.affinity, boosted_score=t.boosted_score
+        )
+        for t in ranking.tools
+    ]
+    return ToolRankResponse(
+        tools=tools, boost_factor=ranking.boost_factor, degraded=list(ranking.degraded)
+    )
 
 
 def tool_call_response(result: ToolResult) -> ToolCallResponse:
@@ -165,7 +182,7 @@ def tool_call_response(result: ToolResult) -> ToolCallResponse:
 
 
 def persona_response(persona: Persona) -> PersonaResponse:
-    return PersonaResponse.model_validate(persona)
+    return PersonaResponse.of(persona)
 
 
 def persona_list(personas: Sequence[Persona]) -> PersonaListResponse:
@@ -173,7 +190,7 @@ def persona_list(personas: Sequence[Persona]) -> PersonaListResponse:
 
 
 def team_settings_response(settings: TeamSettings) -> TeamSettingsResponse:
-    return TeamSettingsResponse.model_validate(settings)
+    return TeamSettingsResponse.of(settings)
 
 
 def export_response(export: Export) -> ExportResponse:
@@ -183,7 +200,7 @@ def export_response(export: Export) -> ExportResponse:
         user_id=caller.user_id,
         team_id=caller.team_id,
         exported_at=export.exported_at,
-        observations=[ObservationOut.model_validate(o) for o in export.observations],
+        observations=[ObservationOut.of(o) for o in export.observations],
         facts=[fact_out(f) for f in export.facts],
         checkpoint=export.checkpoint,
         memories=[memory_out(m) for m in export.memories],
