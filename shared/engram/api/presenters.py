@@ -41,8 +41,8 @@ from engram.api.models import (
     ToolInsightsResponse,
     ToolRankResponse,
     ToolsResponse,
-    epoch_ms,
 )
+from engram.api.responses import epoch_ms
 from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
 from engram.memories.models import (
