@@ -203,10 +203,13 @@ EpochMs = Annotated[int, Field(ge=0, le=limits.MAX_EPOCH_MS), WHOLE]
 
 
 # --- free-form JSON (metadata, tool results, tool arguments) --------------------------------
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def compact_json(value: object) -> str:
     """``value`` as compact JSON text, what ``json_size`` measures (``ValueError`` for NaN,
     ``TypeError`` for what JSON cannot hold)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 def json_size(value: object) -> int:

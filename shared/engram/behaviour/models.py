@@ -169,6 +169,17 @@ def _sizes_fit(values: Sequence[Mapping[str, Any]], size: int) -> bool:
 
 #: metadata measured together: this many values of a usual size are far under the limit
 _GROUP = 16
+#: whether the text rule refuses an ASCII character that JSON writes as it is (unescaped)
+_ASCII_REFUSED = any(
+    refused_class(c, name=False) is not None for c in map(chr, range(0x20, 0x80)) if c not in '"\\'
+)
+
+
+def _clean_text(text: str) -> bool:
+    """Whether unescaped JSON ``text`` holds no character the text rule refuses."""
+    if text.isascii() and not _ASCII_REFUSED:
+        return True
+    return refused_class(text, name=False) is None
 
 
 def _within_limits(values: Sequence[Mapping[str, Any]]) -> bool:
@@ -182,7 +193,7 @@ def _within_limits(values: Sequence[Mapping[str, Any]]) -> bool:
             return False
         # JSON without an escape holds every character of every key and string as it is, so
         # when it holds no character the text rule refuses, none of them does
-        if "\\" in text or refused_class(text, name=False) is not None:
+        if "\\" in text or not _clean_text(text):
             check_json(group)
     return True
 

@@ -105,8 +105,11 @@ def _valid_key(value: str) -> str:
         raise InvalidInput("Idempotency-Key", str(exc.errors()[0]["msg"])) from None
 
 
-def _derived_id(batch: str, index: int) -> str:
-    return hashlib.sha256(f"{batch}:{index}".encode()).hexdigest()[:32]
+def _derived_ids(batch: str, count: int) -> list[str]:
+    """``count`` ids of 32 hex digits from one SHAKE-256 stream over ``batch``: the id at an
+    index is the same whatever the count (one hash call for a whole request)."""
+    stream = hashlib.shake_256(batch.encode()).hexdigest(16 * count)
+    return [stream[i : i + 32] for i in range(0, 32 * count, 32)]
 
 
 class IngestService:
@@ -216,12 +219,14 @@ class IngestService:
                 self._check_created_at(index, created, now)
         batch = self._batch_id(caller, "observations", items, idempotency_key, now)
         # the request model checked every field of every item (metadata per type included);
-        # what is added here is valid by construction (a derived hex id, the arrival time)
-        queued = [
-            {"createdAt": now, "id": _derived_id(batch, index), **item}
-            for index, item in enumerate(items)
-        ]
-        return self._queue_items(caller, queued)
+        # what is added here is valid by construction (a derived hex id, the arrival time);
+        # the dump's own dicts are completed in place
+        for item, derived in zip(items, _derived_ids(batch, len(items)), strict=True):
+            if "id" not in item:
+                item["id"] = derived
+            if "createdAt" not in item:
+                item["createdAt"] = now
+        return self._queue_items(caller, items)
 
     def _check_created_at(self, index: int, created: int, now: int) -> None:
         field = f"observations.{index}.createdAt"

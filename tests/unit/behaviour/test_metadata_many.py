@@ -22,10 +22,12 @@ from engram.behaviour.models import (
 )
 
 TYPES = list(ObservationType)
+#: every ASCII character JSON writes unescaped, in a name
+ASCII = "".join(map(chr, range(0x21, 0x7F)))
 
 
 def good_metadata(obs_type: ObservationType, rng: random.Random) -> dict[str, Any]:
-    name = rng.choice(["get_account", "  padded  ", "Zoë 😀", 'quote"d', "back\\slash", "[x]"])
+    name = rng.choice(["get_account", "  padded  ", "Zoë 😀", 'quote"d', "back\\slash", ASCII])
     if obs_type is ObservationType.TOOL_SUCCESS:
         return {"toolName": name, "durationMs": rng.choice([0, 12, 3.5])}
     if obs_type is ObservationType.TOOL_FAILURE:
