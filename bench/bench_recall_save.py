@@ -135,6 +135,7 @@ def run() -> dict[str, Any]:
         with psycopg.connect(url, autocommit=True) as conn:
             version = conn.execute("SHOW server_version").fetchone()
             sync = conn.execute("SHOW synchronous_commit").fetchone()
+            buffers = conn.execute("SHOW shared_buffers").fetchone()
         result = bench_saves(url, size, queries, embedder)
         with psycopg.connect(url, autocommit=True) as conn:
             recall_data.forget_saves(conn)
@@ -145,6 +146,7 @@ def run() -> dict[str, Any]:
         "data_dir_filesystem": medium,
         "postgres": version[0] if version else None,
         "synchronous_commit": sync[0] if sync else None,
+        "shared_buffers": buffers[0] if buffers else None,
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "prepared": prepared,
         **result,
