@@ -16,12 +16,14 @@ from pydantic import (
     Field,
     JsonValue,
     ModelWrapValidatorHandler,
+    PlainValidator,
     TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from engram import limits
 from engram.behaviour.models import (
@@ -67,6 +69,24 @@ def _observation_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object as it arrives: a ``dict`` with string keys. What it holds is checked as
+    JSON (every value encodable, sizes, the text rule) by the metadata rule of its type
+    (``validate_metadata`` for one observation, ``validate_metadata_many`` for a request), not
+    a second time here, value by value, by a ``JsonValue`` validator."""
+    if type(value) is not dict:
+        raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
+    if not set(map(type, value)) <= {str}:
+        raise PydanticCustomError("dict_type", "Input should be a dictionary with string keys")
+    return value
+
+
+#: an observation's metadata: an object of JSON values, documented as such
+_MetadataObject = Annotated[
+    dict[str, Any], PlainValidator(_object, json_schema_input_type=dict[str, JsonValue])
+]
+
+
 class ObservationIn(InputModel):
     """One typed observation. ``id`` makes a retry idempotent; ``createdAt`` is client time."""
 
@@ -74,7 +94,7 @@ class ObservationIn(InputModel):
 
     type: ObservationTypeName
     content: Content
-    metadata: dict[str, JsonValue] = Field(default_factory=dict, validate_default=True)
+    metadata: _MetadataObject = Field(default_factory=dict, validate_default=True)
     id: Identifier | None = None
     created_at: EpochMs | None = None
 
@@ -86,7 +106,15 @@ class ObservationIn(InputModel):
             return value  # the type's own error names it; or the list checks them all
         return validate_metadata(ObservationType(obs_type), value)
 
+    def item(self) -> dict[str, Any]:
+        """``model_dump(by_alias=True, exclude_none=True)`` without the serializer's pass: every
+        validated value is a JSON value already (the metadata's dict is the model's own)."""
+        values = self.__dict__
+        return {alias: values[name] for name, alias in _ITEM_KEYS if values[name] is not None}
 
+
+#: each field of ``ObservationIn`` and its JSON name, in the model's order (as a dump has them)
+_ITEM_KEYS = tuple((name, f.alias or name) for name, f in ObservationIn.model_fields.items())
 _TYPES = {t.value: t for t in ObservationType}
 #: True while ``ObservationsRequest`` validates its observations: their metadata is then
 #: checked once for the whole list (``validate_metadata_many``), not observation by observation.

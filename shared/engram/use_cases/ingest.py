@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from engram import limits
@@ -85,8 +86,14 @@ class Accepted:
 
 
 def _canonical(value: Any) -> bytes:
-    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return raw.encode("utf-8", errors="surrogatepass")
+    """``value`` as JSON with sorted keys, compact: orjson (several times faster than
+    ``json.dumps`` on a request's observations), or ``json.dumps`` for what orjson refuses
+    (integers beyond 64 bits): one encoding per value, whichever applies."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        raw = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return raw.encode("utf-8", errors="surrogatepass")
 
 
 def body_digest(body: Any) -> str:
@@ -209,9 +216,7 @@ class IngestService:
     def accept_observations(
         self, caller: Caller, request: ObservationsRequest, *, idempotency_key: str | None = None
     ) -> Accepted:
-        items: list[dict[str, Any]] = request.model_dump(by_alias=True, exclude_none=True)[
-            "observations"
-        ]  # one dump of the whole list
+        items = [observation.item() for observation in request.observations]
         now = self.clock.now_ms()
         for index, item in enumerate(items):
             created = item.get("createdAt")

@@ -183,3 +183,27 @@ def test_too_large_wins_over_the_content_type() -> None:
     with pytest.raises(Exception) as info:  # noqa: PT011 - any mapped error
         parse_body(event, MemorySaveRequest, max_bytes=1024)
     assert error_response(info.value).status == 413
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[123456789012345678901234567890, -9223372036854775809, 18446744073709551615]",
+        '{"a": 1, "a": 2, "b": [0.1, 1e16, -0.0, 5e-324, 1.7976931348623157e308]}',
+        '["\\ud800", "\\u00e9", "\u00e9", "\\n"]',
+        "\ufeff[1]",
+        "[1e400]",
+        '  {"n": 1234567890123456789.5}  ',
+    ],
+)
+def test_the_decoder_reads_what_the_standard_library_reads(text: str) -> None:
+    # the fast decoder reads a body only where it gives the standard decoder's value (integers
+    # beyond 64 bits, lone surrogates, a byte-order mark, an overflowing number fall back)
+    def outcome(decode: Any, data: str | bytes) -> str:
+        try:
+            return repr(decode(data))
+        except (ValueError, InvalidJsonError):
+            return "refused"
+
+    for data in (text, text.encode("utf-8", errors="surrogatepass")):
+        assert outcome(decode_json, data) == outcome(json.loads, data)

@@ -172,3 +172,41 @@ def test_the_redis_claim_is_one_hashed_key_with_a_ttl() -> None:
     assert b"alice" not in name
     assert client.get(name) == b"5:" + str(5 + MS_PER_DAY).encode() + b":" + b"c" * 64
     assert 0 < client.pttl(name) <= MS_PER_DAY
+
+
+@pytest.mark.parametrize("key", [None, "k"])
+def test_a_retry_sending_its_keys_in_another_order_gets_the_same_ids(key: str | None) -> None:
+    # the ids hash the request's canonical JSON (sorted keys); integers beyond 64 bits, which
+    # the fast encoder refuses, take the standard library's encoder and are canonical all the same
+    metadata = {"toolName": "t", "durationMs": 1, "extra": {"b": 2**70, "a": [1, {"y": 1, "x": 2}]}}
+    reordered = {
+        "extra": {"a": [1, {"x": 2, "y": 1}], "b": 2**70},
+        "durationMs": 1,
+        "toolName": "t",
+    }
+    ingest = service(FakeClock())
+
+    def ids(meta: dict[str, object], content: str = "ok") -> list[str]:
+        body = {"observations": [{"metadata": meta, "content": content, "type": "tool_success"}]}
+        request = ObservationsRequest.model_validate(body)
+        return ingest.accept_observations(ALICE, request, idempotency_key=key).ids
+
+    first = ids(metadata)
+    assert ids(reordered) == first
+    if key is None:  # another body is another request (under one key it is refused)
+        assert set(ids(metadata, content="other")).isdisjoint(first)
+
+
+def test_an_observation_item_is_its_dump() -> None:
+    bodies = [
+        OK,
+        {**OK, "id": "mine", "createdAt": 5},
+        {
+            "type": "entity_access",
+            "content": " x ",
+            "metadata": {"entityType": " t ", "entityId": "i"},
+        },
+    ]
+    request = ObservationsRequest.model_validate({"observations": bodies})
+    dumped = request.model_dump(by_alias=True, exclude_none=True)["observations"]
+    assert [o.item() for o in request.observations] == dumped
