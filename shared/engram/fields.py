@@ -157,7 +157,9 @@ class _CharRule(_Rule):
         return schema
 
     def _check(self, value: str) -> str:
-        _refuse(value, name=self.name)
+        # the common case, nothing refused, in one search; ``_refuse`` then names the class
+        if (_NAME_ANY if self.name else _TEXT_ANY).search(value) is not None:
+            _refuse(value, name=self.name)
         if self.nonblank and not value.strip():
             raise PydanticCustomError("blank", "must not be blank")
         return value
