@@ -240,6 +240,27 @@ def prepare(
     return url, out
 
 
+def store_save_with_vector(
+    store: PostgresMemoryStore, model: str, pick: tuple[str, str, str, list[float]], i: int
+) -> object:
+    """The store's part of a hybrid save: full text, dedup and the vector index, with the
+    vector computed before the clock starts (the embedder's own cost is timed apart); ``pick``
+    is (team, user, text, its vector) and ``i`` makes the key new."""
+    team, user, text, vector = pick
+    return store.upsert(
+        AccessContext(team, user),
+        NewMemory(
+            scope=Scope.USER,
+            owner_id=user,
+            team_id=team,
+            key=f"bench v {i} {time.time_ns()}",
+            value=f"saved during the benchmark: {text}",
+            embedding=vector,
+            embedding_model=model,
+        ),
+    )
+
+
 def bench_size(
     pg_root: Any, size: int, queries: int, embedder: Any, peer_vector_max: int, keep: bool
 ) -> dict[str, Any]:
@@ -312,21 +333,7 @@ def bench_size(
         )
 
     def save_with_vector(i: int) -> object:
-        # the store's part of a hybrid save: full text, dedup and the vector index, with the
-        # vector computed before the clock starts (the embedder's own cost is timed apart)
-        team, user, q, e = picks[i]
-        return store.upsert(
-            AccessContext(team, user),
-            NewMemory(
-                scope=Scope.USER,
-                owner_id=user,
-                team_id=team,
-                key=f"bench v {i} {time.time_ns()}",
-                value=f"saved during the benchmark: {q}",
-                embedding=e,
-                embedding_model=model,
-            ),
-        )
+        return store_save_with_vector(store, model, picks[i], i)
 
     def save_embedded(i: int) -> object:
         team, user, q, _ = picks[i]

@@ -32,6 +32,7 @@ from bench.bench_recall import (
     TARGET_SAVE_P99_MS,
     prepare,
     start_server,
+    store_save_with_vector,
     timed_interleaved,
     vocabulary,
 )
@@ -42,8 +43,6 @@ from engram.adapters.postgres.rows import vector_literal as _vec
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
 from engram.memories.inputs import MemorySaveRequest
-from engram.memories.models import NewMemory, Scope
-from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
@@ -74,19 +73,7 @@ def bench_saves(url: str, size: int, queries: int, embedder: Any) -> dict[str, A
     svc = MemoryService(store, store, settings=Settings())
 
     def save_with_vector(i: int) -> object:
-        team, user, text, e = picks[i]
-        return store.upsert(
-            AccessContext(team, user),
-            NewMemory(
-                scope=Scope.USER,
-                owner_id=user,
-                team_id=team,
-                key=f"bench v {i} {time.time_ns()}",
-                value=f"saved during the benchmark: {text}",
-                embedding=e,
-                embedding_model=model,
-            ),
-        )
+        return store_save_with_vector(store, model, picks[i], i)
 
     def service_save(i: int) -> object:
         team, user, text, _ = picks[i]
