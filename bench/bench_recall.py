@@ -527,11 +527,8 @@ def embedder_costs(queries: int) -> dict[str, Any]:
     return out
 
 
-#: the bench server's buffer cache (``ENGRAM_BENCH_RECALL_SHARED_BUFFERS``; PostgreSQL's own
-#: default, 128 MB, a few percent of the 1M-row database with its indexes). A larger cache
-#: (4GB) made no clear difference to a save's p99 (3.3-4.1 ms at 128 MB, 3.4-3.7 at 4 GB) and
-#: made hybrid recall slower in the runs after a restart (each buffer a query first fills is new
-#: shared memory the kernel maps in).
+#: the bench server's buffer cache (``ENGRAM_BENCH_RECALL_SHARED_BUFFERS``): PostgreSQL's own
+#: default, 128 MB, unless set (what a larger cache changed is in docs/memories.md)
 SHARED_BUFFERS = os.environ.get("ENGRAM_BENCH_RECALL_SHARED_BUFFERS", "128MB")
 
 
