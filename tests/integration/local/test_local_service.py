@@ -57,6 +57,7 @@ class Backend:
         self.slow_s = 0.0
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # a POST /v1/events reached its handler
 
     def routes(self) -> dict[str, Any]:
         def guarded(fn: Any) -> Any:
@@ -81,6 +82,7 @@ class Backend:
     def post_events(self, event: dict[str, Any]) -> dict[str, Any]:
         caller_from_event(event, self.settings)
         body = EventsRequest.model_validate_json(event.get("body") or "")
+        self.entered.set()
         self.gate.wait(10)
         time.sleep(self.slow_s)
         with self.lock:
@@ -301,11 +303,11 @@ def test_stop_drains_in_flight_requests_then_runs_hooks(
     svc = LocalService(backend.routes(), settings=settings, signer=signer, port=0).start()
     order: list[str] = []
     svc.add_drain_hook(lambda: order.append(f"hook after {backend.requests} request(s)"))
-    backend.slow_s = 0.5
+    backend.gate.clear()  # the request is held inside its handler until stop() has begun
     result: dict[str, Any] = {}
 
     def slow_request() -> None:
-        with EngramClient(svc.url, signer.issue("a", "t"), timeout=10) as c:
+        with EngramClient(svc.url, signer.issue("a", "t"), timeout=20) as c:
             result["r"] = c.post_events([{"kind": "query", "text": "x"}])
             order.append("request")
 
@@ -313,13 +315,19 @@ def test_stop_drains_in_flight_requests_then_runs_hooks(
     assert idle.health()["status"] == "ok"  # leaves a keep-alive connection open
     t = threading.Thread(target=slow_request)
     t.start()
-    deadline = time.monotonic() + 5
-    while svc.httpd._inflight == 0 and time.monotonic() < deadline:
+    assert backend.entered.wait(10)
+    stopped: list[bool] = []
+    stopper = threading.Thread(target=lambda: stopped.append(svc.stop(timeout=15)))
+    stopper.start()
+    deadline = time.monotonic() + 10
+    while not svc._stopped and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert svc.stop(timeout=10)
-    t.join(10)
+    backend.gate.set()
+    stopper.join(20)
+    t.join(20)
+    assert stopped == [True]
     assert result["r"]["accepted"] == 1
-    assert "hook after 1 request(s)" in order
+    assert "hook after 1 request(s)" in order  # the hook ran after the request had finished
     assert backend.requests == 1
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{svc.url}/v1/health", timeout=1)
