@@ -107,10 +107,17 @@ def decode_json(data: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
             raise InvalidJsonError() from None
     if not isinstance(value, dict | list):
         return value
-    raw = _utf8(data)
-    if raw.count(b"[") + raw.count(b"{") > max_depth and _deeper_than(raw, max_depth):
+    if _openers(data) > max_depth and _deeper_than(_utf8(data), max_depth):
         raise InvalidJsonError(f"request JSON nests deeper than {max_depth} levels")
     return value
+
+
+def _openers(data: bytes | str) -> int:
+    """How many ``[`` and ``{`` the text holds, strings included: a bound on its depth (in
+    UTF-16 or UTF-32 bytes it may count more, never fewer)."""
+    if isinstance(data, str):
+        return data.count("[") + data.count("{")
+    return data.count(b"[") + data.count(b"{")
 
 
 def _utf8(data: bytes | str) -> bytes:
