@@ -63,8 +63,15 @@ def test_an_admin_approves_edits_and_rejects_proposals(browser: Browser, engram:
     editor.get_by_label("Value").fill("Lisbon, Portugal")
     editor.get_by_role("button", name="Approve with changes").click()
     expect(queue.get_by_role("listitem", name=f"Proposal {edited}")).to_have_count(0)
+    # the flash is shown once the approval has been answered (the first one's may still show)
+    expect(
+        page.get_by_role("status").filter(has_text=f"Approved “{edited}” with your changes")
+    ).to_be_visible()
     recalled = {m["key"]: m["value"] for m in alice.recall()}
-    assert recalled[edited] == "Lisbon, Portugal"
+    assert recalled.get(edited) == "Lisbon, Portugal", (
+        recalled,
+        admin.get_memory(proposals["conv-edit"]["id"]),
+    )
 
     # reject a third: the same transcript again proposes nothing new
     rejected = keys["conv-drop"]
