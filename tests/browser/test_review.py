@@ -24,11 +24,21 @@ from tests.browser.ui import (
 )
 from tests.e2e.harness import LocalEngram, eventually
 
+from engram.client import EngramAPIError, EngramClient
+
 SENTENCES = {
     "conv-keep": "My favourite editor is helix.",
     "conv-edit": "I live in Lisbon.",
     "conv-drop": "I prefer tea over coffee.",
 }
+
+
+def read(client: EngramClient, memory: dict[str, Any]) -> object:
+    """The memory as ``client`` reads it now, or the error it gets (for a failure message)."""
+    try:
+        return client.get_memory(memory["id"])
+    except EngramAPIError as error:
+        return error
 
 
 def test_an_admin_approves_edits_and_rejects_proposals(browser: Browser, engram: LocalEngram):
@@ -70,7 +80,7 @@ def test_an_admin_approves_edits_and_rejects_proposals(browser: Browser, engram:
     recalled = {m["key"]: m["value"] for m in alice.recall()}
     assert recalled.get(edited) == "Lisbon, Portugal", (
         recalled,
-        admin.get_memory(proposals["conv-edit"]["id"]),
+        read(alice, proposals["conv-edit"]),
     )
 
     # reject a third: the same transcript again proposes nothing new
