@@ -67,6 +67,8 @@ class InMemoryMemoryStore(MemoryStore):
         self._actions: list[ReviewAction] = []
         #: suppressions (deletions, archives, rejections) -> the persona row's source user
         self._suppressions: dict[SuppressionKey, str | None] = {}
+        #: rows whose key or value a person edited (PostgreSQL's ``edited_at``)
+        self._edited: set[str] = set()
         self._last = datetime.fromtimestamp(0, UTC)
 
     def _now(self) -> datetime:
@@ -165,12 +167,20 @@ class InMemoryMemoryStore(MemoryStore):
             existing = self._live_row(memory)
             if existing is not None and existing.status is Status.ACTIVE:
                 return None
+            if (
+                existing is not None
+                and existing.status is Status.PENDING_REVIEW
+                and existing.id in self._edited
+            ):
+                return None  # a person's edit of the proposal holds until it is reviewed
             if existing is None:
                 try:
                     self._refuse_past_limits(memory, quotas)
                 except QuotaExceeded:
                     return None
             self._drop_rejected(key_of(memory))  # of another value: an equal one suppresses
+            if existing is not None:
+                self._edited.discard(existing.id)
             return self._write(memory, existing)
 
     def _erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
@@ -229,6 +239,8 @@ class InMemoryMemoryStore(MemoryStore):
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
             new = self._change(row, change)
             if decided is not None:
+                if change.key is not None or change.value is not None:
+                    self._edited.add(new.id)
                 self._actions.append(audit_row(decided, new.id, row, new))
                 if new.status is Status.ARCHIVED and row.status is not Status.ARCHIVED:
                     self._suppress(new)

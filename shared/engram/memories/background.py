@@ -64,8 +64,10 @@ class BackgroundJobs(MemoryServiceCore):
         """An extraction proposal (``pending_review``) learnt from ``user_id``'s transcript.
         Dropped (``None``) when an equal memory (same scope, owner, user, key and value) was
         rejected, or deleted or archived by a person; when the key is already active; when a
-        quota is full; when memory is switched off. A pending key is refreshed; a key that
-        retention archived becomes a proposal again. ``propose_outcome`` says which."""
+        person edited the key's pending proposal (their edit holds until it is reviewed); when
+        a quota is full; when memory is switched off. A pending key nobody edited is
+        refreshed; a key that retention archived becomes a proposal again.
+        ``propose_outcome`` says which."""
         return self.propose_outcome(
             team_id,
             user_id,

@@ -97,7 +97,8 @@ class MemoryStore(Protocol):
         rejected row or a suppression holds the same key and value, when the key's live row is
         active, or when a quota has no room for a new row. Otherwise a new row (created; it
         replaces a rejected row of another value), or the key's pending row refreshed /
-        archived row turned into this proposal."""
+        archived row turned into this proposal. A pending row whose key or value a person
+        edited (``update`` with ``decided``) is not refreshed: ``None``."""
         ...
 
     def get(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...

@@ -9,6 +9,7 @@ import pytest
 from tests.integration.memories.conftest import ADMIN, ALICE, EVERY_VERSION, Backend
 
 from engram.errors import Conflict, NotFound
+from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.maintenance.models import RetentionPolicy
 from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
@@ -171,3 +172,51 @@ def test_renaming_a_key_onto_a_rejected_key_replaces_the_rejected_row(backend: B
     with pytest.raises(NotFound):
         svc.get(ADMIN, p.id)
     assert proposal(svc, "sport", "golf") is None
+
+
+@pytest.mark.parametrize("editor", [ADMIN, ALICE], ids=["admin", "owner"])
+def test_a_persons_edit_of_a_proposal_holds_when_the_key_is_learnt_again(
+    backend: Backend, editor: Caller
+) -> None:
+    svc = backend.service()
+    p = proposal(svc, "location", "Lisbon")
+    assert p is not None
+    # nobody edited it: learning the key again refreshes the proposal
+    refreshed = svc.propose_outcome("t1", "alice", None, "location", "Lisboa", 0.9, "conv-2")
+    assert (refreshed.outcome, refreshed.memory and refreshed.memory.value) == (
+        "refreshed",
+        "Lisboa",
+    )
+    svc.update(editor, p.id, MemoryPatchRequest(value="Lisbon, Portugal"))
+    for value in ("Lisboa", "Porto"):  # the same transcript again, and a later one
+        again = svc.propose_outcome("t1", "alice", None, "location", value, 0.9, "conv-3")
+        assert (again.outcome, again.memory) == ("dropped", None)
+    assert svc.get(ADMIN, p.id).value == "Lisbon, Portugal"
+    approved = svc.approve(ADMIN, p.id)
+    assert (approved.status, approved.value) == (Status.ACTIVE, "Lisbon, Portugal")
+    assert {m.key: m.value for m in svc.recall(ALICE, MemoryRecallQuery())} == {
+        "location": "Lisbon, Portugal"
+    }
+
+
+def test_an_edited_memory_that_retention_archived_is_learnt_again(backend: Backend) -> None:
+    svc = backend.service()
+    p = proposal(svc, "location", "Lisbon")
+    assert p is not None
+    svc.update(ADMIN, p.id, MemoryPatchRequest(value="Lisbon, Portugal"))
+    svc.approve(ADMIN, p.id)
+    backend.clock.advance(days=400)
+    svc.apply_retention(
+        "t1",
+        archive_after_days=1,
+        delete_archived_after_days=10_000,
+        now=backend.clock.now_ms(),
+    )
+    assert svc.get(ALICE, p.id).status is Status.ARCHIVED
+    learnt = svc.propose_outcome("t1", "alice", None, "location", "Porto", 0.9, "conv-2")
+    assert learnt.outcome == "refreshed"
+    assert learnt.memory is not None
+    assert (learnt.memory.status, learnt.memory.value) == (Status.PENDING_REVIEW, "Porto")
+    # the refresh cleared the earlier edit's mark: the next lesson refreshes it again
+    later = svc.propose_outcome("t1", "alice", None, "location", "Braga", 0.9, "conv-3")
+    assert (later.outcome, later.memory and later.memory.value) == ("refreshed", "Braga")

@@ -81,6 +81,38 @@ _PROPOSE_0009 = (
     " WHERE m.status IN ('pending_review', 'archived')"
     " RETURNING id, (xmax = 0) AS created"
 )
+_PROPOSE_0015 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding, embedding_model,"
+    " embedding_dims, created_at, updated_at)"
+    " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+    " %(source)s, %(confidence)s, 'pending_review', %(embedding)s::vector,"
+    " %(embedding_model)s, %(embedding_dims)s::integer,"
+    " %(now)s::timestamptz, %(now)s::timestamptz"
+    " WHERE (%(since)s::timestamptz IS NULL OR NOT EXISTS (SELECT 1 FROM erasures e"
+    " WHERE e.team_id = %(team)s AND e.user_id = %(source)s AND e.erased_at >= %(since)s))"
+    " AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.team_id = %(team)s"
+    " AND r.scope = %(scope)s AND r.owner_id = %(owner)s"
+    " AND COALESCE(r.user_id, '') = COALESCE(%(user)s, '') AND r.key = %(key)s"
+    " AND r.status = 'rejected' AND r.value = %(value)s)"
+    " AND NOT EXISTS (SELECT 1 FROM memory_suppressions s WHERE s.team_id = %(team)s"
+    " AND s.scope = %(scope)s AND s.owner_id = %(owner)s"
+    " AND s.user_key = COALESCE(%(user)s, '') AND s.digest = %(digest)s)"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
+    " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
+    " embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,"
+    " embedding_dims = EXCLUDED.embedding_dims,"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
+    " WHERE m.status IN ('pending_review', 'archived')"
+    " RETURNING id, (xmax = 0) AS created"
+)
+_DROP_REJECTED_0015 = (
+    "DELETE FROM memories m WHERE m.team_id = %(team)s AND m.scope = %(scope)s"
+    " AND m.owner_id = %(owner)s AND COALESCE(m.user_id, '') = COALESCE(%(user)s, '')"
+    " AND m.key = %(key)s AND m.status = 'rejected' AND m.value IS DISTINCT FROM %(value)s"
+    " RETURNING id"
+)
 _REVIEW_BEFORE_0007 = (
     "UPDATE memories SET status = %(status)s, updated_at = %(now)s"
     " WHERE id = %(id)s AND team_id = %(team)s RETURNING id"
@@ -104,6 +136,14 @@ PREVIOUS_RELEASES: dict[str, list[str]] = {
         _DELETE_BEFORE_0007,
     ],
     "0009": [_UPSERT_0009, _PROPOSE_0009, _UPSERT_0009, _DELETE_BEFORE_0007],
+    # 0016 added edited_at: the release before proposes (creates, then refreshes) without it
+    "0015": [
+        _DROP_REJECTED_0015,
+        _PROPOSE_0015,
+        _DROP_REJECTED_0015,
+        _PROPOSE_0015,
+        _DELETE_BEFORE_0007,
+    ],
 }
 
 
@@ -139,6 +179,11 @@ def _run(db: Database, sql: str, **values: Any) -> list[dict[str, Any]]:
         "status": "active",
         "now": _now(),
         "audit": uuid.uuid4(),
+        "embedding": None,
+        "embedding_model": None,
+        "embedding_dims": None,
+        "since": None,
+        "digest": b"\x00" * 32,
         **values,
     }
     with db.tenant(AccessContext("acme", "root", elevated=True)) as conn, conn.cursor() as cur:

@@ -116,13 +116,19 @@ def change_row(
     change: MemoryChange,
     *,
     only_if: Status | None = None,
+    by_person: bool = False,
 ) -> Memory | None:
     """One ``UPDATE`` of a locked row (``only_if``: conditional on its status); ``Conflict``
-    when the new key is taken. A rejected row of the new key is deleted first."""
+    when the new key is taken. A rejected row of the new key is deleted first. ``by_person``:
+    a key or value changed here is marked as a person's edit (extraction then leaves a pending
+    row alone)."""
     if change.key is not None and change.key != before.key:
         drop_rejected(cur, before, key=change.key, at=now)
     sets = ["updated_at = GREATEST(%s, m.updated_at)"]
     params: list[Any] = [now]
+    if by_person and (change.key is not None or change.value is not None):
+        sets.append("edited_at = %s")
+        params.append(now)
     for column, val in (
         ("key", change.key),
         ("value", change.value),
@@ -216,8 +222,9 @@ PROPOSE_SQL = (
     " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
     " embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,"
     " embedding_dims = EXCLUDED.embedding_dims,"
-    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at)"
-    " WHERE m.status IN ('pending_review', 'archived')"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at), edited_at = NULL"
+    # a pending row a person edited keeps their edit; an archived row is learnt again
+    " WHERE m.status = 'archived' OR (m.status = 'pending_review' AND m.edited_at IS NULL)"
     f" RETURNING {COLUMNS}, (xmax = 0) AS created"
 )
 

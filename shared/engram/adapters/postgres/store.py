@@ -245,7 +245,7 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, PostgresPersonaStore, Memory
             check_version(before, if_versions)
             if before.status is Status.REJECTED:
                 raise Conflict("a rejected proposal cannot be edited; delete it instead")
-            after = change_row(cur, before, self._now(), change)
+            after = change_row(cur, before, self._now(), change, by_person=decided is not None)
             if after is None:
                 return None
             append_memory_event(
