@@ -219,9 +219,8 @@ def test_redis_key_is_one_hash_tagged_slot_without_the_user_id() -> None:
     assert len(tag) == 24
     assert all(c in "0123456789abcdef" for c in tag)
     assert "alice" not in key
-    assert_expires_in(
-        client, key, 61_000, started
-    )  # the window and a second: it expires on its own
+    # the window and a second: it expires on its own
+    assert_expires_in(client, key, 61_000, started)
     assert store.round_trips == 2  # one per check
 
 
