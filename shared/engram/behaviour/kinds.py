@@ -139,6 +139,8 @@ class ObservationKind:
 
     def label_from_key(self, key: str) -> str:
         """The label when none is stored: the last key field."""
+        if len(self.key_fields) == 1:
+            return key
         return key.split(":", len(self.key_fields) - 1)[-1]
 
 

@@ -145,16 +145,18 @@ def groups_of(
     observation. Entries of a letter no kind has are left out."""
     groups: list[KeyGroup] = []
     append = groups.append
+    make = KeyGroup._make
+    kind_of = LETTERS.get
+    label_of = labels.get
     tallies: dict[tuple[str, str], list[int]] = {}  # (succeeding kind, key) -> [s, f, seq]
     for letter, log_key, count, max_seq in counts:
-        kind = LETTERS.get(letter)
+        kind = kind_of(letter)
         if kind is None:
             continue
         if kind.counterpart is None:
-            label = labels.get(log_key) or kind.label_from_key(
-                log_key[len(kind.fact.category) + 1 :]
-            )
-            append(KeyGroup(kind.fact.category, log_key, label, count, 0, 0, max_seq))
+            category = kind.fact.category
+            label = label_of(log_key) or kind.label_from_key(log_key[len(category) + 1 :])
+            append(make((category, log_key, label, count, 0, 0, max_seq)))
             continue
         lead = kind.name if kind.succeeds else kind.counterpart
         tally = tallies.get((lead, log_key))
@@ -164,13 +166,13 @@ def groups_of(
         tally[2] = max(tally[2], max_seq)
     for (lead, key), (succ, fail, max_seq) in tallies.items():
         success = KINDS[lead]
-        label = labels.get(key) or success.label_from_key(key)
+        label = label_of(key) or success.label_from_key(key)
         if succ:
             category = success.fact.category
-            append(KeyGroup(category, f"{category}:{key}", label, succ, succ, fail, max_seq))
+            append(make((category, f"{category}:{key}", label, succ, succ, fail, max_seq)))
         if fail:
             category = KINDS[success.counterpart or ""].fact.category
-            append(KeyGroup(category, f"{category}:{key}", label, fail, succ, fail, max_seq))
+            append(make((category, f"{category}:{key}", label, fail, succ, fail, max_seq)))
     return groups
 
 
