@@ -48,17 +48,13 @@ def plan(
     read: RoundInput, clock: FakeClock, *, round_cursor: int | None = None
 ) -> tuple[list[Fact], list[str]]:
     """What a round over ``read`` upserts and deletes (exponential decay, up to the read's
-    newest observation unless told)."""
+    newest observation unless told): the production planner, which updates the read's facts
+    in place."""
     cursor = read.max_seq if round_cursor is None else round_cursor
-    upserts, deletes, _ = plan_round(
-        IDENTITY,
-        read.groups,
-        read.facts,
-        ExponentialDecay(),
-        now=clock.now_ms(),
-        round_cursor=cursor,
+    planned = plan_round(
+        IDENTITY, read, ExponentialDecay(), now=clock.now_ms(), round_cursor=cursor
     )
-    return upserts, deletes
+    return planned.upserts, planned.deletes
 
 
 def commit(

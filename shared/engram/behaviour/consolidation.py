@@ -23,7 +23,8 @@ from engram.behaviour.decay import (
     ExponentialDecay,
     numeric_decay,
 )
-from engram.behaviour.models import Fact, FactCategory, fact_id, trusted_fact
+from engram.behaviour.kinds import fact_content
+from engram.behaviour.models import Fact, fact_id, trusted_fact
 from engram.behaviour.ports import (
     BehaviourStore,
     CheckpointStore,
@@ -31,8 +32,8 @@ from engram.behaviour.ports import (
     KeyGroup,
     ObservationLog,
     RoundInput,
+    quality,
 )
-from engram.behaviour.sanitize import quote_name
 from engram.behaviour.separate import resolve_store
 from engram.clock import MS_PER_DAY
 from engram.errors import InvalidInput
@@ -46,21 +47,6 @@ RETENTION_MS = OBSERVATION_RETENTION_DAYS * MS_PER_DAY
 MAX_ATTEMPTS = 3
 
 
-def fact_content(category: FactCategory, label: str, subject: str) -> str:
-    """Display text of a new fact; names are sanitised and quoted (inert data)."""
-    name = quote_name(label)
-    if category is FactCategory.TOOL_AFFINITY:
-        return f"Tool {name} works well for this user"
-    if category is FactCategory.TOOL_AVOIDANCE:
-        return f"Tool {name} tends to fail for this user"
-    if category is FactCategory.ENTITY_FREQUENCY:
-        entity_type = subject.split(":", 2)[1] if subject.count(":") >= 2 else "entity"
-        return f"Frequently works with {quote_name(entity_type, max_len=32)} {name}"
-    if category is FactCategory.DOMAIN_PREFERENCE:
-        return f"Often asks about {name}"
-    return f"Recurring issue: {name}"
-
-
 def _rank_key(fact: Fact) -> tuple[float, str]:
     return (-fact.confidence * fact.reinforcement_count, fact.subject)
 
@@ -72,11 +58,7 @@ def with_current_confidence(
 
     ``copy=False`` updates the given objects in place (only for objects nobody else holds).
     """
-    fast = numeric_decay(decay)
-    if fast is not None:
-        currents = _current_confidences(facts, fast, now)
-    else:
-        currents = [decay.apply(fact, now) for fact in facts]
+    currents = _currents(facts, decay, now)
     threshold = decay.expiry_threshold
     out: list[Fact] = []
     for fact, current in zip(facts, currents, strict=True):
@@ -109,54 +91,6 @@ def _current_confidences(facts: Sequence[Fact], decay: ExponentialDecay, now: in
             factor = factors[key] = decay.factor(idle, key[1])
         append(d["confidence"] * factor)
     return out
-
-
-def plan_round(
-    identity_id: str,
-    groups: Sequence[KeyGroup],
-    existing: Sequence[Fact],
-    decay: DecayStrategy,
-    *,
-    now: int,
-    round_cursor: int,
-) -> tuple[list[Fact], list[str], list[Fact]]:
-    """Steps 4-7: returns (facts to upsert, fact ids to delete, active facts as stored)."""
-    by_subject = {f.subject: f for f in existing}
-    upserts: list[Fact] = []
-    touched: set[str] = set()
-    for group in groups:
-        touched.add(group.subject)
-        current = by_subject.get(group.subject)
-        if current is None:
-            fact = Fact(
-                id=fact_id(group.subject),
-                identity_id=identity_id,
-                category=group.category,
-                subject=group.subject,
-                content=fact_content(group.category, group.label, group.subject),
-                confidence=NEW_FACT_CONFIDENCE,
-                reinforcement_count=1,
-                last_reinforced_at=now,
-                created_at=now,
-                updated_at=now,
-                ease_factor=decay.new_fact_ease(),
-                round_cursor=round_cursor,
-            )
-        elif current.round_cursor is not None and current.round_cursor >= group.max_seq:
-            continue  # already reinforced by these very observations (crash rerun)
-        else:
-            fact = decay.reinforce(current, group.quality(), now=now)  # a new object
-            fact.__dict__["round_cursor"] = round_cursor  # trusted, and ours alone
-        by_subject[group.subject] = fact
-        upserts.append(fact)
-    deletes: list[str] = []
-    active: list[Fact] = []
-    for subject, fact in by_subject.items():
-        if subject not in touched and decay.apply(fact, now) < decay.expiry_threshold:
-            deletes.append(fact.id)
-        else:
-            active.append(fact)
-    return upserts, deletes, active
 
 
 def _now(now: int | None) -> int:
@@ -203,37 +137,26 @@ def consolidate_store(
         raise InvalidInput("retentionDays", "must be at least 1")
     now_ms = _now(now)
     retention_ms = retention_days * MS_PER_DAY
-    fast = numeric_decay(decay)
     read: RoundInput | None = None
     for attempt in range(MAX_ATTEMPTS):
         read = store.read_round(identity_id)  # fresh objects: no copies needed below
         if read.observation_count == 0:
             return with_current_confidence(read.facts, decay, now_ms, copy=False)
-        plan: _InPlacePlan | None = None
-        if fast is not None:
-            # only the last attempt's read is answered with if fenced out: keep its undo
-            plan = _plan_in_place(
-                identity_id, read, fast, now_ms, keep_undo=attempt == MAX_ATTEMPTS - 1
-            )
-            upserts, deletes, active = plan.upserts, plan.deletes, plan.active
-        else:
-            upserts, deletes, active = plan_round(
-                identity_id, read.groups, read.facts, decay, now=now_ms, round_cursor=read.max_seq
-            )
+        # only the last attempt's read is answered with if fenced out: keep its undo
+        plan = plan_round(
+            identity_id, read, decay, now=now_ms, keep_undo=attempt == MAX_ATTEMPTS - 1
+        )
         if store.commit_round(
             identity_id,
             read=read,
-            upserts=upserts,
-            deletes=deletes,
+            upserts=plan.upserts,
+            deletes=plan.deletes,
             prune_before_ms=read.max_created_at - PRUNE_KEEP_MS,
             hard_prune_before_ms=now_ms - retention_ms,
             now_ms=now_ms,
         ):
-            if plan is not None:
-                return plan.ranked(decay.expiry_threshold)
-            return with_current_confidence(active, decay, now_ms, copy=False)
-        if plan is not None:
-            plan.undo()  # fenced out: the read facts are as read again
+            return plan.ranked(decay.expiry_threshold)
+        plan.undo()  # fenced out: the read facts are as read again
     # Fenced out every time (a storm of concurrent rounds): answer with what was read.
     assert read is not None
     return with_current_confidence(read.facts, decay, now_ms, copy=False)
@@ -249,12 +172,13 @@ _MUTABLE = (
 )
 
 
-class _InPlacePlan:
-    """Steps 4-7 for a built-in decay on facts fresh from ``read_round`` (nobody else holds
-    them): reinforced facts are updated in place (``undo`` restores them if the commit is
-    fenced out and the plan kept its undo), new facts are built without validation, and the
-    current confidence of every active fact is computed in the same pass (applied by
-    ``ranked`` after the commit, since the commit stores the stored confidence)."""
+class RoundPlan:
+    """What one round writes (steps 4-7), planned on facts fresh from ``read_round`` (nobody
+    else holds them): a fact reinforced by a built-in decay is updated in place (``undo``
+    restores it if the commit is fenced out and the plan kept its undo; any other strategy's
+    ``reinforce`` gives a new object), and the current confidence of every active fact is
+    computed in the same pass (applied by ``ranked`` after the commit, since the commit
+    stores the stored confidence)."""
 
     __slots__ = ("_undo", "active", "currents", "deletes", "upserts")
 
@@ -271,6 +195,7 @@ class _InPlacePlan:
         self._undo.clear()
 
     def ranked(self, threshold: float) -> list[Fact]:
+        """The active facts at their current confidence, expired ones left out, best first."""
         out: list[Fact] = []
         append = out.append
         for fact, current in zip(self.active, self.currents, strict=True):
@@ -281,59 +206,77 @@ class _InPlacePlan:
         return out
 
 
-def _plan_in_place(
-    identity_id: str, read: RoundInput, decay: ExponentialDecay, now: int, *, keep_undo: bool
-) -> _InPlacePlan:
-    plan = _InPlacePlan()
-    round_cursor = read.max_seq
+def plan_round(
+    identity_id: str,
+    read: RoundInput,
+    decay: DecayStrategy,
+    *,
+    now: int,
+    round_cursor: int | None = None,
+    keep_undo: bool = False,
+) -> RoundPlan:
+    """The round over ``read`` for any decay strategy: one reinforcement per key group
+    (none for a fact these very observations reinforced already: a crash rerun), a new fact
+    per new key, untouched facts decayed and expired ones deleted. The facts remember
+    ``round_cursor`` (the read's newest observation unless told). The built-in strategies'
+    numbers are computed inline (``numeric_decay``); any other goes through its methods."""
+    plan = RoundPlan()
+    cursor_now = read.max_seq if round_cursor is None else round_cursor
+    fast = numeric_decay(decay)
     by_subject = {f.subject: f for f in read.facts}
     touched: set[str] = set()
-    touch = touched.add
-    # ExponentialDecay itself: its ``reinforced_values`` inlined
-    plain = type(decay) is ExponentialDecay
-    amount = decay.reinforce_amount
-    reinforced_values = decay.reinforced_values
-    upsert = plan.upserts.append
-    active = plan.active.append
-    keep = plan.currents.append
+    upsert, active, keep = plan.upserts.append, plan.active.append, plan.currents.append
     undo = plan._undo.append if keep_undo else None
     rerun: list[Fact] = []
     new_ease = decay.new_fact_ease()
     for group in read.groups:
-        category, subject, _label, _count, successes, failures, max_seq = group
-        touch(subject)
+        subject = group.subject
+        touched.add(subject)
         current = by_subject.get(subject)
         if current is None:
-            fact = _new_fact(identity_id, group, now, new_ease, round_cursor)
+            fact = _new_fact(identity_id, group, now, new_ease, cursor_now)
             by_subject[subject] = fact
-            upsert(fact)
-            active(fact)
-            keep(NEW_FACT_CONFIDENCE)
-            continue
-        d = current.__dict__
-        cursor = d["round_cursor"]
-        if cursor is not None and cursor >= max_seq:
+            confidence = NEW_FACT_CONFIDENCE if fast is not None else decay.apply(fact, now)
+        elif (cursor := current.__dict__["round_cursor"]) is not None and cursor >= group.max_seq:
             rerun.append(current)  # already reinforced by these very observations
             continue
-        if undo is not None:
-            undo((d, tuple(d[name] for name in _MUTABLE)))
-        if plain:
-            confidence = min(MAX_CONFIDENCE, d["confidence"] + amount)
-            ease = d["ease_factor"]
+        elif fast is not None:
+            if undo is not None:
+                d = current.__dict__
+                undo((d, tuple(d[name] for name in _MUTABLE)))
+            fact = current
+            confidence = _reinforce_in_place(fact, group, fast, now, cursor_now)
         else:
-            quality = _quality(category, successes, failures)
-            confidence, ease = reinforced_values(d["confidence"], d["ease_factor"], quality)
-        d["confidence"] = confidence
-        d["reinforcement_count"] += 1
-        d["last_reinforced_at"] = now
-        d["updated_at"] = now
-        d["ease_factor"] = ease
-        d["round_cursor"] = round_cursor
-        upsert(current)
-        active(current)
-        keep(confidence)  # reinforced at ``now``: current = stored
+            fact = decay.reinforce(current, group.quality(), now=now)  # a new object
+            fact.__dict__["round_cursor"] = cursor_now  # trusted, and ours alone
+            confidence = decay.apply(fact, now)
+        upsert(fact)
+        active(fact)
+        keep(confidence)
     _decay_the_rest(plan, read.facts, touched=touched, rerun=rerun, decay=decay, now=now)
     return plan
+
+
+def _reinforce_in_place(
+    fact: Fact, group: KeyGroup, decay: ExponentialDecay, now: int, round_cursor: int
+) -> float:
+    """One reinforcement of ``fact`` by a built-in decay, in place; its (current = stored)
+    confidence. ``ExponentialDecay`` itself has its ``reinforced_values`` inlined."""
+    d = fact.__dict__
+    confidence: float
+    if type(decay) is ExponentialDecay:
+        confidence = min(MAX_CONFIDENCE, d["confidence"] + decay.reinforce_amount)
+        ease = d["ease_factor"]
+    else:
+        q = quality(group.count, group.successes, group.failures)
+        confidence, ease = decay.reinforced_values(d["confidence"], d["ease_factor"], q)
+    d["confidence"] = confidence
+    d["reinforcement_count"] += 1
+    d["last_reinforced_at"] = now
+    d["updated_at"] = now
+    d["ease_factor"] = ease
+    d["round_cursor"] = round_cursor
+    return confidence
 
 
 def _new_fact(
@@ -358,36 +301,34 @@ def _new_fact(
     )
 
 
-def _quality(category: FactCategory, successes: int, failures: int) -> float:
-    """``KeyGroup.quality`` from its fields."""
-    total = successes + failures
-    if category is FactCategory.TOOL_AFFINITY and total:
-        return successes / total
-    if category is FactCategory.TOOL_AVOIDANCE and total:
-        return failures / total
-    return 1.0
+def _currents(facts: Sequence[Fact], decay: DecayStrategy, now: int) -> list[float]:
+    """The current confidence of each of ``facts``."""
+    fast = numeric_decay(decay)
+    if fast is not None:
+        return _current_confidences(facts, fast, now)
+    return [decay.apply(fact, now) for fact in facts]
 
 
 def _decay_the_rest(
-    plan: _InPlacePlan,
+    plan: RoundPlan,
     facts: Sequence[Fact],
     *,
     touched: set[str],
     rerun: Sequence[Fact],
-    decay: ExponentialDecay,
+    decay: DecayStrategy,
     now: int,
 ) -> None:
     """Untouched facts decay (and go once expired); rerun facts stay, whatever their decay."""
     idle = [f for f in facts if f.subject not in touched]
     threshold = decay.expiry_threshold
     active, keep = plan.active.append, plan.currents.append
-    for fact, value in zip(idle, _current_confidences(idle, decay, now), strict=True):
+    for fact, value in zip(idle, _currents(idle, decay, now), strict=True):
         if value < threshold:
             plan.deletes.append(fact.id)
         else:
             active(fact)
             keep(value)
-    for fact, value in zip(rerun, _current_confidences(rerun, decay, now), strict=True):
+    for fact, value in zip(rerun, _currents(rerun, decay, now), strict=True):
         active(fact)
         keep(value)
 

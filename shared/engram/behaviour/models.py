@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -24,16 +23,41 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from engram import limits
+from engram.behaviour import kinds
+from engram.behaviour.kinds import (
+    KINDS,
+    CategoryName,
+    FactCategory,
+    KindName,
+    Metadata,
+    ObservationType,
+)
 from engram.errors import InvalidInput
 from engram.fields import (
-    Identifier,
-    InputModel,
-    Name,
     check_json,
     compact_json,
     json_size,
     refused_class,
 )
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_IDENTITY_CHARS",
+    "MAX_METADATA_BYTES",
+    "METADATA",
+    "TRUSTED",
+    "Fact",
+    "FactCategory",
+    "Observation",
+    "ObservationType",
+    "fact_id",
+    "metadata_to_fact_key",
+    "observation_to_fact_key",
+    "parse_observations",
+    "trusted_fact",
+    "validate_metadata",
+    "validate_metadata_many",
+]
 
 MAX_CONTENT_CHARS = limits.MAX_CONTENT_CHARS
 MAX_METADATA_BYTES = limits.MAX_METADATA_BYTES
@@ -41,21 +65,6 @@ MAX_IDENTITY_CHARS = limits.MAX_IDENTITY_CHARS
 #: ``Observation.model_validate*(..., context=TRUSTED)``: data this service stored, whose
 #: metadata was checked when it was accepted (reads of the observation log use it).
 TRUSTED = {"trusted": True}
-
-
-class ObservationType(StrEnum):
-    TOOL_SUCCESS = "tool_success"
-    TOOL_FAILURE = "tool_failure"
-    ENTITY_ACCESS = "entity_access"
-    QUERY_PATTERN = "query_pattern"
-
-
-class FactCategory(StrEnum):
-    TOOL_AFFINITY = "tool_affinity"
-    TOOL_AVOIDANCE = "tool_avoidance"
-    ENTITY_FREQUENCY = "entity_frequency"
-    DOMAIN_PREFERENCE = "domain_preference"
-    FAILURE_PATTERN = "failure_pattern"
 
 
 class _CamelModel(BaseModel):
@@ -68,62 +77,26 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-# --- metadata per observation type: the one rule, for the API, emission and the consumer ------
-#: a non-negative number, kept as sent (an integer stays an integer)
-Duration = Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# --- metadata per observation kind: the one rule, for the API, emission and the consumer ------
+#: kind name -> its metadata model (the table's, ``engram.behaviour.kinds``)
+METADATA = kinds.METADATA
 
 
-class _Metadata(InputModel):
-    """The keys an observation type requires; any other key is free JSON (text rule)."""
-
-    model_config = ConfigDict(extra="allow", validate_by_name=False)
-
-
-class ToolSuccessMetadata(_Metadata):
-    tool_name: Name
-    duration_ms: Duration
-
-
-class ToolFailureMetadata(_Metadata):
-    tool_name: Name
-    duration_ms: Duration
-    error: str
-
-
-class EntityAccessMetadata(_Metadata):
-    entity_type: Name
-    entity_id: Identifier
-    entity_name: Name | None = None
-
-
-class QueryPatternMetadata(_Metadata):
-    domain: Name
-    query: str
-
-
-METADATA: dict[ObservationType, type[_Metadata]] = {
-    ObservationType.TOOL_SUCCESS: ToolSuccessMetadata,
-    ObservationType.TOOL_FAILURE: ToolFailureMetadata,
-    ObservationType.ENTITY_ACCESS: EntityAccessMetadata,
-    ObservationType.QUERY_PATTERN: QueryPatternMetadata,
-}
-
-
-def _metadata_error(err: Mapping[str, Any], obs_type: ObservationType) -> PydanticCustomError:
+def _metadata_error(err: Mapping[str, Any], obs_type: str) -> PydanticCustomError:
     loc = err.get("loc") or ()
     key = str(loc[0]) if loc else "metadata"
     if err.get("type") == "missing":
         return PydanticCustomError(
             "metadata_missing",
             "metadata.{key} is required for {type} observations",
-            {"key": key, "type": obs_type.value},
+            {"key": key, "type": str(obs_type)},
         )
     return PydanticCustomError(
         "metadata_invalid", "metadata.{key}: {msg}", {"key": key, "msg": str(err.get("msg"))}
     )
 
 
-def validate_metadata(obs_type: ObservationType, value: Mapping[str, Any]) -> dict[str, Any]:
+def validate_metadata(obs_type: str, value: Mapping[str, Any]) -> dict[str, Any]:
     """``value`` checked as ``obs_type``'s metadata (size, text rule, the type's keys);
     returns it with its names trimmed. Raises ``PydanticCustomError`` whose ``key`` context
     names the metadata key at fault."""
@@ -145,11 +118,16 @@ def validate_metadata(obs_type: ObservationType, value: Mapping[str, Any]) -> di
     return {k: v for k, v in parsed.model_dump(by_alias=True).items() if k in value}
 
 
-#: one list validator per type: a list of metadata of one type checked in one call
-_METADATA_LISTS: dict[ObservationType, TypeAdapter[list[_Metadata]]] = {
-    t: TypeAdapter(list[model])  # type: ignore[valid-type]
-    for t, model in METADATA.items()
-}
+#: one list validator per metadata model: a list of metadata of one kind checked in one call
+_METADATA_LISTS: dict[type[Metadata], TypeAdapter[list[Metadata]]] = {}
+
+
+def _list_adapter(obs_type: str) -> TypeAdapter[list[Metadata]]:
+    model = METADATA[obs_type]
+    adapter = _METADATA_LISTS.get(model)
+    if adapter is None:
+        adapter = _METADATA_LISTS[model] = TypeAdapter(list[model])  # type: ignore[valid-type]
+    return adapter
 
 
 def _sizes_fit(values: Sequence[Mapping[str, Any]], size: int) -> bool:
@@ -199,7 +177,7 @@ def _within_limits(values: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def validate_metadata_many(
-    items: Sequence[tuple[ObservationType, Mapping[str, Any]]],
+    items: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> list[dict[str, Any]] | None:
     """What ``validate_metadata(obs_type, value)`` returns for each ``(obs_type, value)``,
     checked by the same rules for the whole list at once (sizes and the text rule over groups
@@ -211,12 +189,12 @@ def validate_metadata_many(
             return None
     except (TypeError, ValueError):
         return None
-    by_type: dict[ObservationType, list[int]] = {}
+    by_type: dict[str, list[int]] = {}
     for index, (obs_type, _) in enumerate(items):
         by_type.setdefault(obs_type, []).append(index)
     out: list[dict[str, Any]] = [{}] * len(items)
     for obs_type, indexes in by_type.items():
-        adapter = _METADATA_LISTS[obs_type]
+        adapter = _list_adapter(obs_type)
         try:
             parsed = adapter.validate_python([values[i] for i in indexes])
         except ValidationError:
@@ -234,7 +212,7 @@ class Observation(_CamelModel):
 
     id: str = Field(default_factory=_new_id, min_length=1, max_length=limits.MAX_ID_CHARS)
     identity_id: str = Field(min_length=1, max_length=MAX_IDENTITY_CHARS)
-    type: ObservationType
+    type: KindName  # a registered kind's name (the ObservationType member for a built-in)
     content: str = Field(default="", max_length=MAX_CONTENT_CHARS)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: int = Field(ge=0, description="Epoch ms (client time; not the cursor).")
@@ -249,7 +227,7 @@ class Observation(_CamelModel):
         if (info.context or {}).get("trusted") or not isinstance(value, Mapping):
             return value  # stored data was checked on the way in; non-objects fail below
         obs_type = info.data.get("type")
-        if not isinstance(obs_type, ObservationType):
+        if obs_type not in METADATA:  # no valid type: the type's own error says why
             return value
         try:
             return validate_metadata(obs_type, value)
@@ -274,7 +252,7 @@ class Fact(_CamelModel):
 
     id: str
     identity_id: str = Field(min_length=1, max_length=MAX_IDENTITY_CHARS)
-    category: FactCategory
+    category: CategoryName  # a registered category (the FactCategory member for a built-in)
     subject: str
     content: str
     confidence: float = Field(ge=0.0, le=1.0)
@@ -326,26 +304,19 @@ def fact_id(subject: str) -> str:
     return f"fact:{subject}"
 
 
-def observation_to_fact_key(obs: Observation) -> tuple[FactCategory, str]:
+def observation_to_fact_key(obs: Observation) -> tuple[str, str]:
     """The (category, subject) an observation reinforces: a query's domain, a tool's name,
-    a result's entity."""
+    a result's entity (its kind's key fields)."""
     return metadata_to_fact_key(obs.type, obs.metadata)
 
 
-def metadata_to_fact_key(
-    obs_type: ObservationType | str, metadata: dict[str, Any]
-) -> tuple[FactCategory, str]:
-    t = ObservationType(obs_type)
-    if t is ObservationType.TOOL_SUCCESS:
-        return FactCategory.TOOL_AFFINITY, f"tool_affinity:{metadata['toolName']}"
-    if t is ObservationType.TOOL_FAILURE:
-        return FactCategory.TOOL_AVOIDANCE, f"tool_avoidance:{metadata['toolName']}"
-    if t is ObservationType.ENTITY_ACCESS:
-        return (
-            FactCategory.ENTITY_FREQUENCY,
-            f"entity_frequency:{metadata['entityType']}:{metadata['entityId']}",
-        )
-    return FactCategory.DOMAIN_PREFERENCE, f"domain_preference:{metadata['domain']}"
+def metadata_to_fact_key(obs_type: str, metadata: Mapping[str, Any]) -> tuple[str, str]:
+    """(category, ``category:key``) of an observation of kind ``obs_type``; ``ValueError``
+    for a name no kind has."""
+    kind = KINDS.get(obs_type)
+    if kind is None:
+        raise ValueError(f"{obs_type!r} is not an observation kind")
+    return kind.category, f"{kind.category}:{kind.key(metadata)}"
 
 
 def _error_field(prefix: str, err: Mapping[str, Any]) -> str:

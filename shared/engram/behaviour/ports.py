@@ -24,12 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
 
-from engram.behaviour.models import (
-    Fact,
-    FactCategory,
-    Observation,
-    ObservationType,
-)
+from engram.behaviour.kinds import KINDS, LETTERS
+from engram.behaviour.models import Fact, Observation
 from engram.errors import InvalidInput
 
 
@@ -70,7 +66,7 @@ class KeyGroup(NamedTuple):
     """The observations of one round that map to one fact subject (an immutable record; a
     named tuple because a round builds one per distinct key)."""
 
-    category: FactCategory
+    category: str  # the FactCategory member for a built-in kind
     subject: str
     label: str
     count: int  # type: ignore[assignment]  # shadows tuple.count: the field is the API
@@ -79,14 +75,16 @@ class KeyGroup(NamedTuple):
     max_seq: int = 0
 
     def quality(self) -> float:
-        """How well the observations went: tool affinity = s/(s+f), tool avoidance =
-        f/(s+f), every other category 1.0."""
-        total = self.successes + self.failures
-        if self.category is FactCategory.TOOL_AFFINITY and total:
-            return self.successes / total
-        if self.category is FactCategory.TOOL_AVOIDANCE and total:
-            return self.failures / total
-        return 1.0
+        """How well the observations went: a paired kind's share of its pair's observations
+        (tool affinity = s/(s+f), tool avoidance = f/(s+f)), every other kind 1.0."""
+        return quality(self.count, self.successes, self.failures)
+
+
+def quality(count: int, successes: int, failures: int) -> float:
+    """``KeyGroup.quality`` from its fields: ``count`` over the pair's observations, or 1.0
+    for an unpaired kind (no successes or failures)."""
+    total = successes + failures
+    return count / total if total else 1.0
 
 
 @dataclass(slots=True)
@@ -138,85 +136,65 @@ class RoundWrite:
     now_ms: int
 
 
-def _label(obs_type: ObservationType, metadata: dict[str, Any]) -> str:
-    if obs_type in (ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE):
-        return str(metadata["toolName"])
-    if obs_type is ObservationType.ENTITY_ACCESS:
-        name = metadata.get("entityName")
-        return str(name) if name else str(metadata["entityId"])
-    return str(metadata["domain"])
-
-
-def aggregate(pending: Iterable[Observation]) -> list[KeyGroup]:
-    """Group observations by fact key (the reference the Redis Lua script mirrors)."""
-    tools: dict[str, list[int]] = {}  # tool -> [successes, failures, max_seq]
-    others: dict[str, list[Any]] = {}  # subject -> [category, label, count, max_seq]
-    for obs in pending:
-        seq = obs.seq or 0
-        md = obs.metadata
-        if obs.type in (ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE):
-            t = tools.setdefault(str(md["toolName"]), [0, 0, 0])
-            t[0 if obs.type is ObservationType.TOOL_SUCCESS else 1] += 1
-            t[2] = max(t[2], seq)
-            continue
-        if obs.type is ObservationType.ENTITY_ACCESS:
-            cat = FactCategory.ENTITY_FREQUENCY
-            subject = f"entity_frequency:{md['entityType']}:{md['entityId']}"
-        else:
-            cat = FactCategory.DOMAIN_PREFERENCE
-            subject = f"domain_preference:{md['domain']}"
-        g = others.setdefault(subject, [cat, "", 0, 0])
-        g[1] = _label(obs.type, md)
-        g[2] += 1
-        g[3] = max(g[3], seq)
+def groups_of(
+    counts: Iterable[tuple[str, str, int, int]], labels: Mapping[str, str]
+) -> list[KeyGroup]:
+    """The key groups of a round from ``(letter, log key, count, max seq)`` entries and the
+    stored labels by log key (``ObservationKind.log_key``): one group per subject; the two
+    kinds of a pair counted together by key, each with its own group when it has any
+    observation. Entries of a letter no kind has are left out."""
     groups: list[KeyGroup] = []
-    for tool, (s, f, mx) in tools.items():
-        if s:
-            groups.append(
-                KeyGroup(FactCategory.TOOL_AFFINITY, f"tool_affinity:{tool}", tool, s, s, f, mx)
-            )
-        if f:
-            groups.append(
-                KeyGroup(FactCategory.TOOL_AVOIDANCE, f"tool_avoidance:{tool}", tool, f, s, f, mx)
-            )
-    for subject, (cat, label, count, mx) in others.items():
-        groups.append(KeyGroup(cat, subject, label, count, 0, 0, mx))
+    append = groups.append
+    make = KeyGroup._make
+    kind_of = LETTERS.get
+    label_of = labels.get
+    tallies: dict[tuple[str, str], list[int]] = {}  # (succeeding kind, key) -> [s, f, seq]
+    for letter, log_key, count, max_seq in counts:
+        kind = kind_of(letter)
+        if kind is None:
+            continue
+        if kind.counterpart is None:
+            category = kind.fact.category
+            label = label_of(log_key) or kind.label_from_key(log_key[len(category) + 1 :])
+            append(make((category, log_key, label, count, 0, 0, max_seq)))
+            continue
+        lead = kind.name if kind.succeeds else kind.counterpart
+        tally = tallies.get((lead, log_key))
+        if tally is None:
+            tally = tallies[(lead, log_key)] = [0, 0, 0]
+        tally[0 if kind.succeeds else 1] += count
+        tally[2] = max(tally[2], max_seq)
+    for (lead, key), (succ, fail, max_seq) in tallies.items():
+        success = KINDS[lead]
+        label = label_of(key) or success.label_from_key(key)
+        if succ:
+            category = success.fact.category
+            append(make((category, f"{category}:{key}", label, succ, succ, fail, max_seq)))
+        if fail:
+            category = KINDS[success.counterpart or ""].fact.category
+            append(make((category, f"{category}:{key}", label, fail, succ, fail, max_seq)))
     return groups
 
 
-class NullObservationLog:
-    """Discards writes, returns nothing."""
-
-    def append(self, identity_id: str, observations: Sequence[Observation]) -> int:
-        return 0
-
-    def since(self, identity_id: str, checkpoint: int | None) -> list[Observation]:
-        return []
-
-    def prune(self, identity_id: str, before_ms: int, *, up_to_seq: int | None = None) -> int:
-        return 0
-
-
-class NullFactRepository:
-    def get(self, identity_id: str) -> list[Fact]:
-        return []
-
-    def upsert(self, identity_id: str, fact: Fact) -> None:
-        return None
-
-    def upsert_batch(self, identity_id: str, facts: Sequence[Fact]) -> None:
-        return None
-
-    def delete(self, identity_id: str, fact_ids: Sequence[str]) -> int:
-        return 0
-
-
-class NullCheckpointStore:
-    def get(self, identity_id: str) -> int | None:
-        return None
-
-    def set(self, identity_id: str, value: int) -> None:
-        return None
+def aggregate(pending: Iterable[Observation]) -> list[KeyGroup]:
+    """Group observations by fact key (what the Redis log's pending aggregate holds)."""
+    counts: dict[tuple[str, str], list[int]] = {}  # (letter, log key) -> [count, max seq]
+    labels: dict[str, str] = {}
+    kinds = KINDS
+    for obs in pending:
+        kind = kinds[obs.type]
+        md = obs.metadata
+        log_key = kind.log_key(md)
+        seq = obs.seq or 0
+        entry = counts.get((kind.letter, log_key))
+        if entry is None:
+            counts[(kind.letter, log_key)] = [1, seq]
+        else:
+            entry[0] += 1
+            entry[1] = max(entry[1], seq)
+        if kind.label is not None:
+            labels[log_key] = kind.label(md)
+    return groups_of(((k[0], k[1], c, s) for k, (c, s) in counts.items()), labels)
 
 
 def encode_identity_cursor(score: float, identity_id: str) -> str:

@@ -16,7 +16,9 @@ from typing import Literal
 from engram.behaviour.models import Fact, FactCategory
 
 ContributionKind = Literal["tool_affinity", "tool_avoidance", "domain_preference"]
-_KINDS: dict[FactCategory, ContributionKind] = {
+#: the categories a team aggregates (the insights API's tools and domains; entities and any
+#: registered category are never aggregated): each is the contribution kind of its name
+_KINDS: dict[str, ContributionKind] = {
     FactCategory.TOOL_AFFINITY: "tool_affinity",
     FactCategory.TOOL_AVOIDANCE: "tool_avoidance",
     FactCategory.DOMAIN_PREFERENCE: "domain_preference",
@@ -43,7 +45,7 @@ def contributions(facts: list[Fact], current: list[float], threshold: float) -> 
         kind = _KINDS.get(fact.category)
         if kind is None or confidence < threshold:
             continue
-        prefix = f"{fact.category.value}:"
+        prefix = f"{fact.category}:"
         subject = fact.subject[len(prefix) :] if fact.subject.startswith(prefix) else fact.subject
         if subject:
             out.append(Contribution(kind, subject, confidence))

@@ -20,11 +20,6 @@ from engram import (
     consolidate,
 )
 from engram.behaviour.consolidation import sweep_expired
-from engram.behaviour.ports import (
-    NullCheckpointStore,
-    NullFactRepository,
-    NullObservationLog,
-)
 from engram.clock import MS_PER_DAY, FakeClock
 
 
@@ -171,20 +166,6 @@ def test_a_user_deleting_a_fact_mid_round_fences_the_commit(
     store.delete_fact(IDENTITY, "fact:tool_affinity:zzz")  # any fact mutation bumps the version
     assert not commit(store, read, clock)
     assert consolidated(store, clock)["tool_affinity:a"].reinforcement_count == 1
-
-
-def test_null_objects_consolidate_to_nothing(clock: FakeClock, make_obs: MakeObs) -> None:
-    log = NullObservationLog()
-    assert log.append(IDENTITY, [make_obs("tool_success", "a")]) == 0
-    out = consolidate(
-        IDENTITY,
-        observations=log,
-        facts=NullFactRepository(),
-        checkpoints=NullCheckpointStore(),
-        decay=ExponentialDecay(),
-        now=clock.now_ms(),
-    )
-    assert out == []
 
 
 def test_sweep_expired_deletes_only_expired(clock: FakeClock, make_obs: MakeObs) -> None:

@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 from tests.support.facts import make_fact
 
 from engram import Fact, FactCategory, format_memory_section
-from engram.behaviour.consolidation import fact_content
+from engram.behaviour.kinds import fact_content
 from engram.behaviour.prompt import (
     CLOSING,
-    GROUPS,
     HEADER,
     MAX_LINE_CHARS,
     estimate_tokens,
+    prompt_groups,
     rank_facts,
 )
 from engram.behaviour.sanitize import clean_text
@@ -51,8 +51,8 @@ def test_header_groups_in_fixed_order_and_closing_line() -> None:
     assert lines[0] == HEADER == "## What you know about this user"
     assert lines[-1] == CLOSING
     titles = [ln for ln in lines if ln.endswith(":") and not ln.startswith("-")]
-    assert titles[-4:] == [f"{t}:" for t, _ in GROUPS]
-    assert [t for t, _ in GROUPS] == [
+    assert titles[-4:] == [f"{t}:" for t, _ in prompt_groups()]
+    assert [t for t, _ in prompt_groups()] == [
         "Tool preferences",
         "Frequent entities",
         "Domain focus",
@@ -100,7 +100,7 @@ def test_budget_order_and_ranking_properties(facts: list[Fact], budget: int) -> 
     got = sorted(ln.rsplit(" (confidence", 1)[0] for ln in text.splitlines() if ln.startswith("- "))
     assert got == expected
     # group titles appear in the fixed order
-    titles = [t for t, _ in GROUPS if f"\n{t}:\n" in text]
+    titles = [t for t, _ in prompt_groups() if f"\n{t}:\n" in text]
     positions = [text.index(f"\n{t}:\n") for t in titles]
     assert positions == sorted(positions)
 

@@ -83,7 +83,7 @@ def _fact_tail(d: dict[str, Any]) -> str:
     """The fields of a stored fact that never change after it is created."""
     return (
         f'"createdAt":{d["created_at"]},"id":{_dumps(d["id"])},'
-        f'"identityId":{_dumps(d["identity_id"])},"category":"{d["category"].value}",'
+        f'"identityId":{_dumps(d["identity_id"])},"category":"{d["category"]}",'
         f'"subject":{_dumps(d["subject"])},"content":{_dumps(d["content"])}}}'
     )
 

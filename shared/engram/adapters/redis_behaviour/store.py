@@ -41,6 +41,7 @@ from engram.adapters.redis_behaviour.log_codec import (
     decode_member,
     decode_pending,
     encode_member,
+    labelled_letters,
 )
 from engram.adapters.redis_behaviour.scripts import ScriptRunner, server_of
 from engram.adapters.redis_client import RedisClient
@@ -101,7 +102,8 @@ class RedisBehaviourStore(ScriptRunner, BehaviourStore):
 
     # --- the observation log ----------------------------------------------------------
     def _append_args(self, observations: Sequence[Observation]) -> list[Any]:
-        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex]
+        labelled = labelled_letters()
+        args: list[Any] = [self.ttl_ms, self.clock.now_ms(), uuid.uuid4().hex, labelled]
         for obs in observations:
             args += [obs.id, obs.created_at, encode_member(obs)]
         return args

@@ -1,7 +1,9 @@
 -- Append observations not seen before (by id); returns how many were new.
 -- KEYS: state obs obsid obsts obsgone facts pending
--- ARGV: ttl_ms now_ms gen then (id, createdAt, member) triples; ``gen`` only sticks when the
--- identity has none yet (a fresh identity, or one erased since).
+-- ARGV: ttl_ms now_ms gen labelled then (id, createdAt, member) triples; ``gen`` only sticks
+-- when the identity has none yet (a fresh identity, or one erased since); ``labelled`` is
+-- the kind letters whose label is stored in the pending aggregate (``l␟key``; the table of
+-- observation kinds says which).
 -- A script's writes are not undone when a later command fails, so every key it writes is
 -- checked first: a key of the wrong type refuses the whole append before anything is written
 -- (an id marked seen without its log member would make the redelivery skip it: lost).
@@ -16,7 +18,7 @@ local st = redis.call('HMGET', KEYS[1], 'seq', 'pmaxts')
 local seq = tonumber(st[1] or '0')
 local pmaxts = tonumber(st[2] or '0')
 local added = 0
-for i = 4, #ARGV, 3 do
+for i = 5, #ARGV, 3 do
   local id = ARGV[i]
   if redis.call('HEXISTS', KEYS[3], id) == 0 then
     seq = seq + 1
@@ -26,7 +28,9 @@ for i = 4, #ARGV, 3 do
     local kind, key, label = header(ARGV[i + 2])
     if kind then
       redis.call('HINCRBY', KEYS[7], kind .. '\31' .. key, 1)
-      if kind == 'e' then redis.call('HSET', KEYS[7], 'l\31' .. key, label) end
+      if string.find(ARGV[4], kind, 1, true) then
+        redis.call('HSET', KEYS[7], 'l\31' .. key, label)
+      end
     end
     local created = tonumber(ARGV[i + 1])
     if created > pmaxts then pmaxts = created end
