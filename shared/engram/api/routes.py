@@ -122,6 +122,8 @@ class RouteSpec(BaseModel):
         )
 
 
+# The OpenAPI endpoint lives beside the table it documents: in an endpoint module it would have
+# to import the table that imports it.
 def get_openapi(req: Request) -> Reply:
     """No token needed: docs/openapi.json, generated from this table and its models."""
     return Reply(200, _openapi(), headers={"Cache-Control": "public, max-age=300"})
