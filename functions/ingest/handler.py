@@ -1,72 +1,19 @@
 """The ingest function: ``POST /v1/observations``, ``POST /v1/events`` and
 ``POST /v1/conversations/{conversationId}/transcript``.
 
-202 only after SQS accepted every record; 503 (``unavailable``) otherwise. Ids are
-deterministic per request, so a retry is stored once while a repeat is new: the same
-``Idempotency-Key`` within 24 hours, or without one the same body within
-``ENGRAM_INGEST_RETRY_WINDOW_S`` (the rule: ``engram.use_cases.ingest``). The same key with
-another body is 422 ``idempotency_key_reused``.
-A transcript naming a persona is refused (403) when a memory save with that persona would be.
+202 only after SQS accepted every record; 503 (``unavailable``) otherwise. The endpoints:
+``engram.api.endpoints.ingest`` (the table: ``engram.api.routes.ROUTES``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
+from engram.adapters.apigateway import http_app
+from engram.adapters.observability import instrument
+from engram.bootstrap import get_container
 
-from engram.adapters.apigateway import bind_routes, http_app, path_param, request, respond
-from engram.adapters.observability import add_metric, instrument
-from engram.api.models import (
-    IDEMPOTENCY_HEADER,
-    AcceptedResponse,
-    EventsRequest,
-    ObservationsRequest,
-    QueuedResponse,
-    TranscriptRequest,
-)
-
-app = http_app()
-
-
-def post_observations() -> Response[str]:
-    req = request(app)
-    caller = req.caller
-    body = req.body(ObservationsRequest)
-    accepted = req.container.ingest.accept_observations(
-        caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
-    )
-    add_metric("ObservationsAccepted", accepted.accepted)
-    return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
-
-
-def post_events() -> Response[str]:
-    req = request(app)
-    caller = req.caller
-    body = req.body(EventsRequest)
-    accepted = req.container.ingest.accept_events(
-        caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
-    )
-    add_metric("ObservationsAccepted", accepted.accepted)
-    return respond(202, AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids))
-
-
-def post_transcript(conversation_id: str) -> Response[str]:
-    req = request(app)
-    caller = req.caller
-    conversation = path_param("conversationId", conversation_id)  # checked before anything
-    body = req.body(TranscriptRequest)
-    job = req.container.ingest.queue_transcript(caller, conversation, body)
-    add_metric("TranscriptsQueued")
-    return respond(
-        202,
-        QueuedResponse(
-            queued=True, conversation_id=job.conversation_id, messages=len(job.messages)
-        ),
-    )
-
-
-bind_routes(app, "ingest", globals())  # the paths: engram.api.routes.ROUTES
+app = http_app("ingest", get_container)
 
 
 @instrument

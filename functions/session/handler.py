@@ -1,36 +1,19 @@
 """The session function: ``POST /v1/sessions`` — consolidation and recall, one prompt.
 
 Always 200 when the caller and body are valid: a store that is down or slow shows up in
-``degraded`` (``behaviour:*`` / ``memories:*``), never as an error.
+``degraded``, never as an error. The endpoint: ``engram.api.endpoints.session`` (the table:
+``engram.api.routes.ROUTES``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
+from engram.adapters.apigateway import http_app
+from engram.adapters.observability import instrument
+from engram.bootstrap import get_container
 
-from engram.adapters.apigateway import bind_routes, http_app, request, respond
-from engram.adapters.observability import add_metric, instrument
-from engram.api.models import SessionRequest
-from engram.api.presenters import session_response
-
-app = http_app()
-
-
-def post_session() -> Response[str]:
-    req = request(app)
-    caller = req.caller
-    body = req.body(SessionRequest, empty_as_object=True)
-    context = req.container.sessions.start(caller, persona_id=body.persona_id, query=body.query)
-    if context.behaviour_degraded:
-        add_metric("ConsolidationDegraded")
-    if context.memories_degraded:
-        add_metric("RecallDegraded")
-    return respond(200, session_response(context))
-
-
-bind_routes(app, "session", globals())  # the paths: engram.api.routes.ROUTES
+app = http_app("session", get_container)
 
 
 @instrument

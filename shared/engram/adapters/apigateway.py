@@ -1,30 +1,32 @@
 """How a Lambda handler answers an API Gateway HTTP API (payload v2) event.
 
 Each HTTP function is a Powertools ``APIGatewayHttpResolver`` whose routes come from the one
-route table (``engram.api.routes.ROUTES``: path, method and the name of the Python function)::
+route table (``engram.api.routes.ROUTES``: path, method and the endpoint that answers)::
 
-    app = http_app()  # the resolver, with register_error_handlers(app) below
+    from engram.bootstrap import get_container
 
-    def get_memory(memory_id: str) -> Response[str]:
-        req = request(app)
-        return respond(200, ...)
-
-    bind_routes(app, "memories", globals())  # every route of the table's "memories" function
+    app = http_app("memories", get_container)  # every route of the table's "memories" function
 
     @instrument
     def handler(event, context):
         return app.resolve(event, context)
 
+An endpoint (``engram.api.endpoints``) is framework-free: ``http_app`` calls it with an
+``engram.api.web.Request`` over the current event and ``container()`` (asked per request, so
+nothing is built at import and a test may swap the process's container), plus the path
+parameters in path order, and turns its ``Reply`` into a Powertools ``Response``
+(``answer``), recording the reply's metrics (``add_metric``). This module never builds a
+container: the handler module gives the provider.
+
 Errors are mapped to the one error body in one place (``register_error_handlers``: every exception
-a route raises, and the resolver's own 404 for a path no route matches). A route function
-parses its input, calls one use case and returns ``respond(...)``. Bodies are parsed with
-``engram.api.http.parse_body`` (size, content type, JSON, field names), not by the resolver's
-validation, so error shapes are ours.
+an endpoint raises, and the resolver's own 404 for a path no route matches). Bodies are parsed
+with ``engram.api.http.parse_body`` (size, content type, JSON, field names), not by the
+resolver's validation, so error shapes are ours.
 
 Lambda runs one invocation per execution environment at a time, which is what the resolver
 assumes: it keeps the current event and its routing context on the resolver (the event even on
 the shared ``BaseRouter`` class). ``engram serve`` calls the same handler modules from many
-threads at once, so the resolver ``http_app()`` builds keeps that per-request state per thread
+threads at once, so the resolver ``resolver()`` builds keeps that per-request state per thread
 and builds each route's middleware stack once under a lock; otherwise it is the stock resolver.
 
 Powertools is imported inside the functions below, so importing
@@ -36,14 +38,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
-from urllib.parse import unquote
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from engram import errors as domain
+from engram.adapters.observability import add_metric
 from engram.api.errors import (
     JSON_CONTENT_TYPE,
     BodyTooLargeError,
@@ -52,138 +52,78 @@ from engram.api.errors import (
     error_response,
     log_unexpected,
 )
-from engram.api.http import json_response, parse_body
-from engram.api.identity import event_header
-from engram.errors import InvalidInput
-from engram.identity import Caller
-from engram.settings import Settings
+from engram.api.http import json_response
+from engram.api.web import Reply, Request
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-    from engram.api.routes import HttpFunction
-    from engram.bootstrap import Container
+    from engram.api.routes import HttpFunction, RouteSpec
+    from engram.api.web import EndpointParts
 
-M = TypeVar("M", bound=BaseModel)
 _T = TypeVar("_T")
 
 _resolver_class: type[APIGatewayHttpResolver] | None = None
 _resolver_class_lock = threading.Lock()
 
 
-@dataclass
-class Request:
-    """The current request's conveniences: caller, settings, query, headers, parsed body."""
-
-    event: Mapping[str, Any]
-    container: Container
-
-    @property
-    def settings(self) -> Settings:
-        return self.container.settings
-
-    @cached_property
-    def caller(self) -> Caller:
-        from engram.api.identity import caller_from_event
-
-        return caller_from_event(self.event, self.settings)
-
-    def query(self) -> dict[str, str]:
-        params = self.event.get("queryStringParameters") or {}
-        return {str(k): str(v) for k, v in params.items()} if isinstance(params, Mapping) else {}
-
-    def header(self, name: str) -> str | None:
-        return event_header(self.event, name)
-
-    def body(self, model: type[M], *, empty_as_object: bool = False) -> M:
-        return parse_body(
-            self.event,
-            model,
-            max_bytes=self.settings.max_body_bytes,
-            empty_as_object=empty_as_object,
-        )
-
-
-def request(app: APIGatewayHttpResolver) -> Request:
-    """The request ``app`` is resolving, over the process's ``Container``."""
-    from engram.bootstrap import get_container
-
-    return Request(app.current_event.raw_event, get_container())
-
-
-def path_param(name: str, raw: str) -> str:
-    """A path segment the resolver matched, percent-decoded as API Gateway decodes
-    ``pathParameters`` (``a%20b`` -> ``a b``) and checked by the rule
-    ``engram.api.models.PATH_PARAMETERS`` gives ``name``: ``InvalidInput`` naming it, before
-    anything is read or queued."""
-    value = unquote(raw)
-    if not value:
-        raise InvalidInput(name, "is required")
-    try:
-        checked: str = _path_rule(name).validate_python(value, strict=True)
-    except ValidationError as exc:
-        raise InvalidInput(name, exc.errors()[0]["msg"]) from None
-    return checked
-
-
-@cache
-def _path_rule(name: str) -> TypeAdapter[str]:
-    from engram.api.models import PATH_PARAMETERS
-
-    return TypeAdapter(PATH_PARAMETERS[name])
-
-
-def respond(
-    status: int,
-    body: BaseModel | Mapping[str, Any] | list[Any] | None = None,
-    *,
-    headers: Mapping[str, str] | None = None,
-) -> Response[str]:
-    """A JSON response (``engram.api.http.json_response``'s status, headers and body: a model
-    dumped by alias, camelCase, in JSON mode; an empty body for ``None``, as for 204)."""
+def answer(reply: Reply) -> Response[str]:
+    """``reply`` as a Powertools ``Response`` (``engram.api.http.json_response``'s status,
+    headers and body: a model dumped by alias, camelCase, in JSON mode; an empty body for
+    ``None``, as for 204), its metrics recorded on the current invocation."""
     from aws_lambda_powertools.event_handler import Response
 
-    built = json_response(status, body, headers=headers)
+    for name, value in reply.metrics.items():
+        add_metric(name, value)
+    built = json_response(reply.status, reply.body, headers=reply.headers)
     # "" rather than None: the resolver would serialise a None JSON body as "null"
-    return Response(status_code=status, body=built.get("body", ""), headers=built["headers"])
+    return Response(status_code=reply.status, body=built.get("body", ""), headers=built["headers"])
 
 
-def http_app() -> APIGatewayHttpResolver:
+def resolver() -> APIGatewayHttpResolver:
     """A new ``APIGatewayHttpResolver`` (no resolver-side validation) whose errors are the
     one error body and whose per-request state is per thread."""
-
     app = _thread_safe_resolver_class()()
     register_error_handlers(app)
     return app
 
 
+def http_app(
+    function: HttpFunction, container: Callable[[], EndpointParts]
+) -> APIGatewayHttpResolver:
+    """The resolver of ``function``: a ``resolver()`` with every route of the table's
+    ``function`` bound to its endpoint over ``container()`` (``bind_routes``)."""
+    app = resolver()
+    bind_routes(app, function, container)
+    return app
+
+
 def bind_routes(
-    app: APIGatewayHttpResolver, function: HttpFunction, handlers: Mapping[str, Any]
+    app: APIGatewayHttpResolver, function: HttpFunction, container: Callable[[], EndpointParts]
 ) -> None:
-    """Register on ``app`` every route ``engram.api.routes.ROUTES`` gives ``function``, each to
-    the Python function its ``handler`` names in ``handlers`` (a handler module's ``globals()``),
-    called with the path parameters positionally in path order. A route whose Python function
-    is missing is an error at import, not a 404 at run time."""
+    """Register on ``app`` every route ``engram.api.routes.ROUTES`` gives ``function``, each
+    calling the endpoint the table names with a ``Request`` over the current event and
+    ``container()`` (asked per request), then the path parameters in path order."""
     from engram.api.routes import routes_of
 
     for route in routes_of(function):
-        fn = handlers.get(route.handler)
-        if not callable(fn):
-            raise LookupError(
-                f"{route.route_key}: functions/{function}/handler.py has no {route.handler}()"
-            )
-        app.route(route.resolver_rule, route.method)(_positional(fn, route.path_parameters))
+        app.route(route.resolver_rule, route.method)(_bound(app, route, container))
 
 
-def _positional(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., Any]:
-    def endpoint(**params: str) -> Any:
-        return fn(*(params[name] for name in names))
+def _bound(
+    app: APIGatewayHttpResolver, route: RouteSpec, container: Callable[[], EndpointParts]
+) -> Callable[..., Response[str]]:
+    endpoint, names = route.handler, route.path_parameters
 
-    endpoint.__name__ = endpoint.__qualname__ = getattr(fn, "__name__", "endpoint")
-    endpoint.__doc__ = fn.__doc__
-    return endpoint
+    def call(**params: str) -> Response[str]:
+        req = Request(app.current_event.raw_event, container())
+        return answer(endpoint(req, *(params[name] for name in names)))
+
+    call.__name__ = call.__qualname__ = getattr(endpoint, "__name__", "endpoint")
+    call.__doc__ = endpoint.__doc__
+    return call
 
 
 def _thread_safe_resolver_class() -> type[APIGatewayHttpResolver]:

@@ -1,26 +1,32 @@
 """The route table of the v1 HTTP API: the one place a route is written.
 
-Each ``RouteSpec`` says which function serves the route and by which Python function of
-``functions/<function>/handler.py`` (``handler``), whether it needs a token, and its request,
-query and response models. Everything else is derived from ``ROUTES``:
+Each ``RouteSpec`` says which Lambda function serves the route (``function``), the endpoint
+that answers it (``handler``: a plain function of ``engram.api.endpoints.<function>``, taking
+an ``engram.api.web.Request`` and the path parameters, giving an ``engram.api.web.Reply``),
+whether it needs a token, and its request, query and response models. Everything else is
+derived from ``ROUTES``:
 
-* the handlers' resolvers (``engram.adapters.apigateway.bind_routes`` registers each route of a
-  function on its ``APIGatewayHttpResolver``, and refuses a route without its Python function);
+* the handlers' resolvers (``engram.adapters.apigateway.http_app(function, container)``
+  registers each route of a function on its ``APIGatewayHttpResolver``, calling its endpoint);
 * the local server's route table and its public routes (``engram.local``);
-* the OpenAPI document (``engram.api.openapi``, committed as ``docs/openapi.json``);
+* the OpenAPI document (``engram.api.openapi``, committed as ``docs/openapi.json``), which
+  ``get_openapi`` below serves;
 * the API Gateway routes of the CDK stack (``infra.constructs.http_api``), plus ``CATCH_ALL``;
 * the tests' route lists.
 
-To add a route: add its ``RouteSpec`` here, write its Python function in the handler module,
-regenerate ``docs/openapi.json`` (``uv run python -m engram.api.openapi > docs/openapi.json``).
+To add a route: write its endpoint in ``engram/api/endpoints/<function>.py``, add its
+``RouteSpec`` here naming it, regenerate ``docs/openapi.json``
+(``uv run python -m engram.api.openapi > docs/openapi.json``).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from engram.api.endpoints import ingest, memories, session
 from engram.api.models import (
     AcceptedResponse,
     ApproveRequest,
@@ -61,6 +67,7 @@ from engram.api.models import (
     ToolsResponse,
     TranscriptRequest,
 )
+from engram.api.web import Endpoint, Reply, Request
 
 #: The Lambda functions that answer HTTP (``functions/<name>/handler.py``).
 HttpFunction = Literal["ingest", "session", "memories"]
@@ -78,9 +85,9 @@ class RouteSpec(BaseModel):
     path: str
     """API Gateway's form: ``{name}`` for a path parameter (its rule: ``PATH_PARAMETERS``)."""
     function: HttpFunction
-    handler: str
-    """The Python function of ``functions/<function>/handler.py`` that answers the route; it
-    takes the path parameters positionally, in path order."""
+    handler: Endpoint = Field(exclude=True)
+    """The endpoint that answers the route (``engram.api.endpoints.<function>``): it takes the
+    request, then the path parameters positionally, in path order."""
     summary: str
     request: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
@@ -115,12 +122,26 @@ class RouteSpec(BaseModel):
         )
 
 
+# The OpenAPI endpoint lives beside the table it documents: in an endpoint module it would have
+# to import the table that imports it.
+def get_openapi(req: Request) -> Reply:
+    """No token needed: docs/openapi.json, generated from this table and its models."""
+    return Reply(200, _openapi(), headers={"Cache-Control": "public, max-age=300"})
+
+
+@cache
+def _openapi() -> dict[str, Any]:
+    from engram.api.openapi import openapi_document  # built on first request, then kept
+
+    return openapi_document(ROUTES)
+
+
 ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
         method="GET",
         path="/v1/health",
         function="memories",
-        handler="get_health",
+        handler=memories.get_health,
         summary="status of Redis and PostgreSQL",
         response=HealthResponse,
         auth=False,
@@ -129,7 +150,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/openapi.json",
         function="memories",
-        handler="get_openapi",
+        handler=get_openapi,
         summary="this OpenAPI document (docs/openapi.json)",
         auth=False,
     ),
@@ -137,7 +158,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/observations",
         function="ingest",
-        handler="post_observations",
+        handler=ingest.post_observations,
         summary="queue typed observations",
         request=ObservationsRequest,
         response=AcceptedResponse,
@@ -148,7 +169,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/events",
         function="ingest",
-        handler="post_events",
+        handler=ingest.post_events,
         summary="queue raw query and tool events",
         request=EventsRequest,
         response=AcceptedResponse,
@@ -159,7 +180,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/sessions",
         function="session",
-        handler="post_session",
+        handler=session.post_session,
         summary="consolidate and recall",
         request=SessionRequest,
         response=SessionResponse,
@@ -168,7 +189,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/facts",
         function="memories",
-        handler="get_facts",
+        handler=memories.get_facts,
         summary="the caller's facts",
         response=FactsResponse,
     ),
@@ -176,7 +197,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="DELETE",
         path="/v1/facts/{factId}",
         function="memories",
-        handler="delete_fact",
+        handler=memories.delete_fact,
         summary="forget one fact",
         status=204,
     ),
@@ -184,7 +205,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/memories",
         function="memories",
-        handler="post_memory",
+        handler=memories.post_memory,
         summary="memory_save (201 new, 200 updated)",
         request=MemorySaveRequest,
         response=MemoryOut,
@@ -195,7 +216,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/memories",
         function="memories",
-        handler="get_memories",
+        handler=memories.get_memories,
         summary="memory_recall, scope-merged",
         query=MemoryRecallQuery,
         response=MemoryListResponse,
@@ -204,7 +225,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/memories/list",
         function="memories",
-        handler="get_memory_list",
+        handler=memories.get_memory_list,
         summary="one page of the memories visible to the caller, newest first",
         query=MemoryListQuery,
         response=MemoryPageResponse,
@@ -213,7 +234,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/memories/{id}",
         function="memories",
-        handler="get_memory",
+        handler=memories.get_memory,
         summary="one memory",
         response=MemoryOut,
         etag=True,
@@ -222,7 +243,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="PATCH",
         path="/v1/memories/{id}",
         function="memories",
-        handler="patch_memory",
+        handler=memories.patch_memory,
         summary="edit one memory",
         request=MemoryPatchRequest,
         response=MemoryOut,
@@ -233,7 +254,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="DELETE",
         path="/v1/memories/{id}",
         function="memories",
-        handler="delete_memory",
+        handler=memories.delete_memory,
         summary="delete one memory",
         status=204,
         if_match=True,
@@ -242,7 +263,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/memories/{id}/archive",
         function="memories",
-        handler="archive_memory",
+        handler=memories.archive_memory,
         summary="archive one memory",
         response=MemoryOut,
         if_match=True,
@@ -252,7 +273,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/memories/{id}/history",
         function="memories",
-        handler="get_memory_history",
+        handler=memories.get_memory_history,
         summary="the audit trail of one memory (its owner; admins: what they manage)",
         response=MemoryHistoryResponse,
     ),
@@ -260,7 +281,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/tools",
         function="memories",
-        handler="get_tools",
+        handler=memories.get_tools,
         summary="tool definitions in a provider's format",
         query=ToolsQuery,
         response=ToolsResponse,
@@ -269,7 +290,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/tools/rank",  # before /v1/tools/{name}: no tool is called "rank"
         function="memories",
-        handler="post_tools_rank",
+        handler=memories.post_tools_rank,
         summary="order a tool catalogue by relevance plus 2 x the caller's tool affinity",
         request=ToolRankRequest,
         response=ToolRankResponse,
@@ -278,7 +299,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/tools/{name}",
         function="memories",
-        handler="post_tool",
+        handler=memories.post_tool,
         summary="execute a tool call in a provider's format",
         query=ToolCallQuery,
         request=ToolCallRequest,
@@ -288,7 +309,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/conversations/{conversationId}/transcript",
         function="ingest",
-        handler="post_transcript",
+        handler=ingest.post_transcript,
         summary="queue a transcript for extraction",
         request=TranscriptRequest,
         response=QueuedResponse,
@@ -298,7 +319,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/review",
         function="memories",
-        handler="get_review",
+        handler=memories.get_review,
         summary="pending memories, one page (admins)",
         query=ReviewListQuery,
         response=ReviewListResponse,
@@ -307,7 +328,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/review/{id}/approve",
         function="memories",
-        handler="approve",
+        handler=memories.approve,
         summary="approve, optionally editing key/value first (admins)",
         request=ApproveRequest,
         body_required=False,
@@ -318,7 +339,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/review/{id}/reject",
         function="memories",
-        handler="reject",
+        handler=memories.reject,
         summary="reject (admins)",
         response=MemoryOut,
         etag=True,
@@ -327,7 +348,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="POST",
         path="/v1/review/bulk",
         function="memories",
-        handler="post_review_bulk",
+        handler=memories.post_review_bulk,
         summary="approve or reject many, a result per id (admins)",
         request=BulkReviewRequest,
         response=BulkReviewResponse,
@@ -336,7 +357,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/personas",
         function="memories",
-        handler="get_personas",
+        handler=memories.get_personas,
         summary="the personas configured in the team (admins)",
         response=PersonaListResponse,
     ),
@@ -344,7 +365,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="PUT",
         path="/v1/personas/{personaId}",
         function="memories",
-        handler="put_persona",
+        handler=memories.put_persona,
         summary="persona settings",
         request=PersonaRequest,
         response=PersonaResponse,
@@ -353,7 +374,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/personas/{personaId}",
         function="memories",
-        handler="get_persona",
+        handler=memories.get_persona,
         summary="persona settings",
         response=PersonaResponse,
     ),
@@ -361,7 +382,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="PUT",
         path="/v1/settings/team",
         function="memories",
-        handler="put_team_settings",
+        handler=memories.put_team_settings,
         summary="team memory switch and retention",
         request=TeamSettingsRequest,
         response=TeamSettingsResponse,
@@ -370,7 +391,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/settings/team",
         function="memories",
-        handler="get_team_settings",
+        handler=memories.get_team_settings,
         summary="team memory switch and retention (team admins)",
         response=TeamSettingsResponse,
     ),
@@ -378,7 +399,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/me/export",
         function="memories",
-        handler="get_export",
+        handler=memories.get_export,
         summary="everything held about the caller",
         response=ExportResponse,
     ),
@@ -386,7 +407,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="DELETE",
         path="/v1/me",
         function="memories",
-        handler="delete_me",
+        handler=memories.delete_me,
         summary="erase the caller",
         response=ErasureReceipt,
     ),
@@ -394,7 +415,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/insights/tools",
         function="memories",
-        handler="get_tool_insights",
+        handler=memories.get_tool_insights,
         summary="the team's tool affinities and avoidances, k-anonymous (team admins)",
         response=ToolInsightsResponse,
     ),
@@ -402,7 +423,7 @@ ROUTES: tuple[RouteSpec, ...] = (
         method="GET",
         path="/v1/insights/domains",
         function="memories",
-        handler="get_domain_insights",
+        handler=memories.get_domain_insights,
         summary="the team's preferred domains, k-anonymous (team admins)",
         response=DomainInsightsResponse,
     ),

@@ -23,7 +23,7 @@ def refs(node: Any) -> list[str]:
 
 
 def test_every_route_is_documented() -> None:
-    doc = openapi_document()
+    doc = openapi_document(ROUTES)
     for route in ROUTES:
         paths = (
             [f"/v1/tools/{tool}" for tool in TOOL_ARGUMENTS]
@@ -40,7 +40,7 @@ def test_every_route_is_documented() -> None:
 
 
 def test_each_tool_is_documented_with_its_own_arguments() -> None:
-    doc = openapi_document()
+    doc = openapi_document(ROUTES)
     assert "/v1/tools/{name}" not in doc["paths"]  # any other name is 404: no such tool
     for tool, model in TOOL_ARGUMENTS.items():
         op = doc["paths"][f"/v1/tools/{tool}"]["post"]
@@ -54,7 +54,7 @@ def test_each_tool_is_documented_with_its_own_arguments() -> None:
 
 
 def test_path_parameters_carry_their_rule() -> None:
-    doc = openapi_document()
+    doc = openapi_document(ROUTES)
     param = doc["paths"]["/v1/memories/{id}"]["get"]["parameters"][0]
     assert param["schema"]["maxLength"] == limits.MAX_ID_CHARS
     assert param["schema"]["pattern"] == NAME_PATTERN
@@ -63,7 +63,7 @@ def test_path_parameters_carry_their_rule() -> None:
 
 
 def test_the_error_code_is_an_enum_of_every_code_the_service_sends() -> None:
-    doc = openapi_document()
+    doc = openapi_document(ROUTES)
     codes = set(doc["components"]["schemas"]["ErrorDetail"]["properties"]["code"]["enum"])
     domain = {
         cls.code
@@ -75,7 +75,7 @@ def test_the_error_code_is_an_enum_of_every_code_the_service_sends() -> None:
 
 
 def test_refs_resolve_and_requests_are_closed() -> None:
-    doc = openapi_document()
+    doc = openapi_document(ROUTES)
     schemas = doc["components"]["schemas"]
     for ref in refs(doc):
         assert ref.startswith("#/components/schemas/")

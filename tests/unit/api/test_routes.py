@@ -2,7 +2,8 @@
 
 The resolvers of the HTTP functions, the local server, the OpenAPI document and the CDK stack
 (tests/infrastructure/test_stacks.py) hold exactly the table's routes, each at the table's
-function; the tests' own route lists are read from the table too.
+function and answered by the endpoint the table names; the tests' own route lists are read
+from the table too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from engram.api.openapi import TOOL_ROUTE, openapi_document
 from engram.api.routes import HTTP_FUNCTIONS, PUBLIC_ROUTES, ROUTES, RouteSpec, routes_of
@@ -28,6 +30,7 @@ def test_each_route_is_written_once() -> None:
     for function in HTTP_FUNCTIONS:
         handlers = [r.handler for r in routes_of(function)]
         assert len(handlers) == len(set(handlers)), function
+        assert all(callable(h) for h in handlers), function
     assert {r.function for r in ROUTES} == set(HTTP_FUNCTIONS)
 
 
@@ -42,7 +45,7 @@ def test_the_local_server_maps_each_route_to_the_tables_function() -> None:
 
 
 def test_the_openapi_document_holds_exactly_the_tables_routes() -> None:
-    paths = openapi_document()["paths"]
+    paths = openapi_document(ROUTES)["paths"]
     documented = {f"{method.upper()} {path}" for path, ops in paths.items() for method in ops}
     expected = {r.route_key for r in ROUTES if r.path != TOOL_ROUTE}
     expected |= {f"POST {TOOL_ROUTE.replace('{name}', tool)}" for tool in TOOL_ARGUMENTS}
@@ -53,7 +56,7 @@ PROBE = """
 import importlib, json, sys
 module = importlib.import_module(f"functions.{sys.argv[1]}.handler")
 routes = module.app._static_routes + module.app._dynamic_routes
-print(json.dumps(sorted([r.method, r.path, r.func.__name__] for r in routes)))
+print(json.dumps(sorted([r.method, r.path, r.func.__name__, r.func.__doc__] for r in routes)))
 """
 
 
@@ -67,15 +70,20 @@ def test_each_resolver_registers_exactly_its_functions_routes(function: str) -> 
         cwd=ROOT,
     )
     registered = {tuple(r) for r in json.loads(out.stdout)}
-    assert registered == {(r.method, r.resolver_rule, r.handler) for r in routes_of(function)}
+    assert registered == {
+        (r.method, r.resolver_rule, r.handler.__name__, r.handler.__doc__)
+        for r in routes_of(function)
+    }
 
 
-def test_a_route_without_its_python_function_fails_at_import() -> None:
-    from engram.adapters.apigateway import bind_routes, http_app
+def test_a_route_names_its_endpoint_itself_and_serialises_without_it() -> None:
+    from engram.api.endpoints import memories
 
-    handlers = {r.handler: object for r in routes_of("memories") if r.handler != "get_facts"}
-    with pytest.raises(LookupError, match=r"GET /v1/facts: .* has no get_facts\(\)"):
-        bind_routes(http_app(), "memories", handlers)
+    route = next(r for r in ROUTES if r.route_key == "POST /v1/memories")
+    assert route.handler is memories.post_memory
+    assert "handler" not in route.model_dump()
+    with pytest.raises(ValidationError):
+        RouteSpec(method="GET", path="/v1/x", function="memories", handler="get_x", summary="x")
 
 
 def test_resolver_rule_is_the_path_in_powertools_form() -> None:

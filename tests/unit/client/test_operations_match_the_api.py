@@ -15,10 +15,11 @@ import pytest
 from pydantic import BaseModel
 
 from engram.api.openapi import openapi_document
+from engram.api.routes import ROUTES
 from engram_client import _calls
 from engram_client._calls import Call
 
-DOCUMENT = openapi_document()
+DOCUMENT = openapi_document(ROUTES)
 
 CALLS: list[Call[Any]] = [
     _calls.health(),

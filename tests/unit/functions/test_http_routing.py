@@ -1,5 +1,6 @@
-"""The HTTP functions route with Powertools' ``APIGatewayHttpResolver`` (``engram.use_cases
-.routing.http_app``): each function answers exactly its spec routes, errors all get the one error
+"""The HTTP functions route with Powertools' ``APIGatewayHttpResolver``
+(``engram.adapters.apigateway.http_app``): each function answers exactly its spec routes, each
+endpoint gets the current event and the container of the moment, errors all get the one error
 body, path parameters are decoded like API Gateway decodes them, and concurrent requests on
 one resolver (``engram serve`` calls a handler from many threads) never see each other's event.
 """
@@ -11,6 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,8 +24,11 @@ from functions.session import handler as session_fn
 from tests.support.unreachable import CLAIMS, UNREACHABLE
 
 from engram import limits
-from engram.adapters.apigateway import http_app, request, respond
+from engram.adapters import observability
+from engram.adapters.apigateway import answer, http_app, resolver
 from engram.api.routes import ROUTES
+from engram.api.web import Reply
+from engram.identity import Caller
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 
@@ -144,16 +149,16 @@ def test_ingest_transcript_names_the_body_field_after_the_caller() -> None:
 
 
 # --- the resolver itself -------------------------------------------------------------------
-def test_respond_is_json_with_headers_and_no_body_for_204() -> None:
-    app = http_app()
+def test_a_reply_is_json_with_headers_and_no_body_for_204() -> None:
+    app = resolver()
 
     @app.get("/v1/a")
     def a() -> Response[str]:
-        return respond(200, {"b": [1, "é"]}, headers={"Cache-Control": "no-store"})
+        return answer(Reply(200, {"b": [1, "é"]}, headers={"Cache-Control": "no-store"}))
 
     @app.delete("/v1/a")
     def gone() -> Response[str]:
-        return respond(204)
+        return answer(Reply(204))
 
     out = app.resolve(event("GET", "/v1/a"), FakeLambdaContext())
     assert out["statusCode"] == 200
@@ -164,35 +169,57 @@ def test_respond_is_json_with_headers_and_no_body_for_204() -> None:
     assert out["headers"] == {"Content-Type": "application/json"}
 
 
-def test_request_reads_the_current_event() -> None:
-    app = http_app()
+def test_a_replys_metrics_are_recorded_on_the_invocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(observability, "_objects", {})
+    metrics = observability.metrics()
+    metrics.clear_metrics()  # Powertools keeps one metric set per process
+    try:
+        answer(Reply(202, metrics={"ObservationsAccepted": 3, "TranscriptsQueued": 1}))
+        recorded = {name: m["Value"] for name, m in metrics.metric_set.items()}
+        assert recorded == {"ObservationsAccepted": [3.0], "TranscriptsQueued": [1.0]}
+    finally:
+        metrics.clear_metrics()
 
-    @app.get("/v1/who")
-    def who() -> Response[str]:
-        req = request(app)
-        return respond(200, {"user": req.caller.user_id, "h": req.header("X-Thing")})
 
-    out = app.resolve(event("GET", "/v1/who", headers={"x-thing": "1"}), FakeLambdaContext())
-    assert json.loads(out["body"]) == {"user": "alice", "h": "1"}
+class Facts:
+    """The facts part of one container: records whom it listed for."""
+
+    def __init__(self) -> None:
+        self.callers: list[str] = []
+
+    def list(self, caller: Caller) -> list[Any]:
+        self.callers.append(caller.user_id)
+        return []
+
+
+def test_an_endpoint_gets_the_current_event_and_the_container_of_the_moment() -> None:
+    first, second = Facts(), Facts()
+    containers = iter(
+        SimpleNamespace(settings=UNREACHABLE, facts=facts) for facts in (first, second)
+    )
+    app = http_app("memories", lambda: next(containers))  # nothing asked for yet
+    bob = {**CLAIMS, "sub": "bob"}
+    for claims in (CLAIMS, bob):
+        out = app.resolve(event("GET", "/v1/facts", claims=claims), FakeLambdaContext())
+        assert (out["statusCode"], json.loads(out["body"])) == (200, {"facts": []})
+    assert (first.callers, second.callers) == (["alice"], ["bob"])
 
 
 def test_concurrent_requests_on_one_resolver_keep_their_own_event() -> None:
-    app = http_app()
+    app = resolver()
     inside = threading.Barrier(2, timeout=10)
 
     @app.get("/v1/things/<thing_id>")
     def get_thing(thing_id: str) -> Response[str]:
         inside.wait()  # both requests are in a route: both events have been set
         current = app.current_event
-        return respond(
-            200,
-            {
-                "arg": thing_id,
-                "path": current.raw_path,
-                "user": current.headers.get("x-user"),
-                "routeArgs": app.context.get("_route_args"),
-            },
-        )
+        body = {
+            "arg": thing_id,
+            "path": current.raw_path,
+            "user": current.headers.get("x-user"),
+            "routeArgs": app.context.get("_route_args"),
+        }
+        return answer(Reply(200, body))
 
     results: dict[str, Any] = {}
 
@@ -217,11 +244,11 @@ def test_concurrent_requests_on_one_resolver_keep_their_own_event() -> None:
 def test_a_route_stack_is_built_once_under_concurrent_first_calls(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = http_app()
+    app = resolver()
 
     @app.get("/v1/once")
     def once() -> Response[str]:
-        return respond(200, {"ok": True})
+        return answer(Reply(200, {"ok": True}))
 
     builds: list[str] = []
     original = Route._build_middleware_stack

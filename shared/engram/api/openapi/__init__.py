@@ -1,9 +1,12 @@
 """An OpenAPI 3.1 document for the v1 API, built from the route table (``engram.api.routes``)
 and the models of ``engram.api.models``.
 
-``openapi_document()`` returns it as a dict; ``python -m engram.api.openapi > docs/openapi.json``
-writes it. It says what the server enforces, from the same models and rules: request schemas
-are the validation schemas (camelCase, ``additionalProperties: false``, lengths, character
+``openapi_document(ROUTES)`` returns it as a dict; ``python -m engram.api.openapi >
+docs/openapi.json`` writes it (``__main__``). The table is given, not imported: it names the
+endpoint that serves this document (``engram.api.routes.get_openapi``).
+
+It says what the server enforces, from the same models and rules: request schemas are the
+validation schemas (camelCase, ``additionalProperties: false``, lengths, character
 rules as ``pattern``, per-type observation metadata, cross-field rules as ``if``/``then``),
 path parameters carry their rule (``PATH_PARAMETERS``), ``POST /v1/tools/{name}`` is stated
 once per tool with that tool's arguments, review cursors carry their format, and the error
@@ -14,8 +17,8 @@ documents the error body.
 from __future__ import annotations
 
 import json
-import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
@@ -23,10 +26,12 @@ from pydantic.json_schema import models_json_schema
 from engram import __version__
 from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
-from engram.api.routes import ROUTES, RouteSpec
 from engram.api.tool_calls import CALL_MODELS, RESULT_MODELS
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
 from engram.memories.tools import TOOL_ARGUMENTS
+
+if TYPE_CHECKING:
+    from engram.api.routes import RouteSpec
 
 REF = "#/components/schemas/{model}"
 JSON_VALUE = "JsonValue"
@@ -167,14 +172,14 @@ def _operation_id(route: RouteSpec) -> str:
     return route.method.lower() + "".join(p[:1].upper() + p[1:] for p in parts)
 
 
-def _model_schemas() -> tuple[dict[Any, Any], dict[str, Any]]:
+def _model_schemas(routes: Sequence[RouteSpec]) -> tuple[dict[Any, Any], dict[str, Any]]:
     """The JSON Schema of every model the API reads (``validation``) or writes
     (``serialization``): the ref of each model and the definitions."""
     models: list[tuple[type[BaseModel], Any]] = [(ErrorBody, "serialization")]
     models += [(m, "validation") for m in TOOL_ARGUMENTS.values()]
     models += [(m, "validation") for m in CALL_MODELS.values()]
     models += [(m, "serialization") for m in RESULT_MODELS.values()]
-    for route in ROUTES:
+    for route in routes:
         if route.request is not None:
             models.append((route.request, "validation"))
         if route.response is not None:
@@ -229,10 +234,11 @@ def _operation(route: RouteSpec, keys: dict[Any, Any]) -> dict[str, Any]:
     return op
 
 
-def openapi_document() -> dict[str, Any]:
-    keys, defs = _model_schemas()
+def openapi_document(routes: Sequence[RouteSpec]) -> dict[str, Any]:
+    """The document of ``routes`` (the route table, ``engram.api.routes.ROUTES``)."""
+    keys, defs = _model_schemas(routes)
     paths: dict[str, dict[str, Any]] = {}
-    for route in ROUTES:
+    for route in routes:
         op = _operation(route, keys)
         if route.path == TOOL_ROUTE:  # other names are 404: no such tool
             for path, tool_op in _tool_operations(op, keys).items():
@@ -257,13 +263,3 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    json.dump(openapi_document(), sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
