@@ -32,7 +32,7 @@ app = http_app()
 def post_observations() -> Response[str]:
     req = request(app)
     caller = req.caller
-    body = req.body(ObservationsRequest)
+    body = req.body(ObservationsRequest).command()
     accepted = req.container.ingest.accept_observations(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )
@@ -43,7 +43,7 @@ def post_observations() -> Response[str]:
 def post_events() -> Response[str]:
     req = request(app)
     caller = req.caller
-    body = req.body(EventsRequest)
+    body = req.body(EventsRequest).command()
     accepted = req.container.ingest.accept_events(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )

@@ -25,8 +25,8 @@ from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
 from engram.api.routes import ROUTES, RouteSpec
 from engram.api.tool_calls import CALL_MODELS, RESULT_MODELS
+from engram.api.tools import TOOL_ARGUMENTS
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
-from engram.memories.tools import TOOL_ARGUMENTS
 
 REF = "#/components/schemas/{model}"
 JSON_VALUE = "JsonValue"

@@ -98,8 +98,9 @@ def test_list_forget_export_erase(clock: FakeClock, make_obs: MakeObs) -> None:
     facts = svc.list_facts(IDENTITY)
     assert {f.subject for f in facts} == {"tool_affinity:a", "domain_preference:royalty"}
     assert all(f.confidence == pytest.approx(0.5 * 0.95**2) for f in facts)
-    assert svc.forget_fact(IDENTITY, "fact:tool_affinity:a") is True
-    assert svc.forget_fact(IDENTITY, "fact:tool_affinity:a") is False
+    svc.forget_fact(IDENTITY, "fact:tool_affinity:a")
+    with pytest.raises(NotFound):
+        svc.forget_fact(IDENTITY, "fact:tool_affinity:a")
     exported = svc.export(IDENTITY)
     assert [f["subject"] for f in exported["facts"]] == ["domain_preference:royalty"]
     assert exported["facts"][0]["confidence"] == 0.5
