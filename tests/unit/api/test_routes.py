@@ -16,8 +16,8 @@ import pytest
 
 from engram.api.openapi import TOOL_ROUTE, openapi_document
 from engram.api.routes import HTTP_FUNCTIONS, PUBLIC_ROUTES, ROUTES, RouteSpec, routes_of
+from engram.api.tools import TOOL_ARGUMENTS
 from engram.local.app import FUNCTION_ROUTES
-from engram.memories.tools import TOOL_ARGUMENTS
 
 ROOT = Path(__file__).resolve().parents[3]
 

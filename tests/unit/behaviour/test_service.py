@@ -11,12 +11,12 @@ import pytest
 from tests.support.observations import IDENTITY, MakeObs
 
 from engram import InMemoryBehaviourStore
-from engram.behaviour.inputs import QueryEvent, ToolEvent
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourContext, BehaviourService
 from engram.clock import FakeClock
-from engram.errors import InvalidInput, Unavailable
+from engram.errors import InvalidInput, NotFound, Unavailable
 
 
 class Broken(InMemoryBehaviourStore):
@@ -115,8 +115,8 @@ def test_observations_from_events_then_record(clock: FakeClock) -> None:
     obs = svc.observations_from_events(
         IDENTITY,
         [
-            QueryEvent(text="revenue by product"),
-            ToolEvent(tool_name="get_account", ok=True, duration_ms=3, result={"id": "A"}),
+            QueryAsked(text="revenue by product"),
+            ToolRan(tool_name="get_account", ok=True, duration_ms=3, result={"id": "A"}),
         ],
         now_ms=clock.now_ms(),
         batch_id="req-1",
@@ -127,7 +127,7 @@ def test_observations_from_events_then_record(clock: FakeClock) -> None:
             IDENTITY,
             svc.observations_from_events(
                 IDENTITY,
-                [QueryEvent(text="revenue by product")],
+                [QueryAsked(text="revenue by product")],
                 now_ms=clock.now_ms(),
                 batch_id="req-1",
             ),
