@@ -14,12 +14,15 @@ from tests.integration.memories.service_callers import ADMIN, ADMIN2, ALICE, ALI
 from tests.support.concurrency import race
 
 from engram.api.memory_inputs import (
+    BulkReviewRequest,
+    MemoryListQuery,
+    MemorySaveRequest,
     PersonaRequest,
     TeamSettingsRequest,
 )
 from engram.errors import Forbidden, InvalidInput, NotFound, PreconditionFailed
 from engram.identity import Caller
-from engram.memories.commands import BulkReview, EditMemory, ListMemories, SaveMemory
+from engram.memories.commands import BulkReview, EditMemory, ListMemories
 from engram.memories.models import Memory, MemoryPage, Scope, Status
 from engram.memories.service import MemoryService
 
@@ -30,7 +33,7 @@ def every_page(svc: MemoryService, caller: Caller, **query: Any) -> list[Memory]
     out: list[Memory] = []
     cursor = None
     while True:
-        page = svc.list_memories(caller, ListMemories(**query, cursor=cursor))
+        page = svc.list_memories(caller, MemoryListQuery(**query, cursor=cursor).command())
         out += page.memories
         if page.next_cursor is None:
             return out
@@ -38,7 +41,7 @@ def every_page(svc: MemoryService, caller: Caller, **query: Any) -> list[Memory]
 
 
 def save(svc: MemoryService, caller: Caller, key: str, value: str, **kw: Any) -> Memory:
-    return svc.save(caller, SaveMemory(key=key, value=value, **kw))[0]
+    return svc.save(caller, MemorySaveRequest(key=key, value=value, **kw).command())[0]
 
 
 # --- listing ---------------------------------------------------------------------------------
@@ -305,11 +308,11 @@ def test_bulk_reject_reports_unknown_ids_and_refuses_non_admins(backend: Backend
 
 def test_bulk_review_ids_are_distinct_and_bounded() -> None:
     with pytest.raises(ValueError, match="ids"):
-        BulkReview(action="approve", ids=["a", "a"])
+        BulkReviewRequest(action="approve", ids=["a", "a"])
     with pytest.raises(ValueError, match="ids"):
-        BulkReview(action="approve", ids=[])
+        BulkReviewRequest(action="approve", ids=[])
     with pytest.raises(ValueError, match="ids"):
-        BulkReview(action="approve", ids=[f"id{i}" for i in range(101)])
+        BulkReviewRequest(action="approve", ids=[f"id{i}" for i in range(101)])
 
 
 # --- optimistic concurrency ------------------------------------------------------------------

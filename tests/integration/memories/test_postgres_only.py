@@ -230,5 +230,5 @@ def test_the_container_composes_memories_on_postgres(database_url: str, tmp_path
     finally:
         container.close()
     bedrock = Container(Settings(database_url=database_url, embedder="bedrock", data_dir=tmp_path))
-    assert type(bedrock.memories._embedder).__name__ == "BedrockTitanEmbedder"
+    assert type(bedrock.memories.core.embedder).__name__ == "BedrockTitanEmbedder"
     bedrock.close()  # never opened: nothing connected
