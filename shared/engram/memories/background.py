@@ -39,7 +39,7 @@ ProposalOutcome = Literal["created", "refreshed", "dropped"]
 
 @dataclass(frozen=True)
 class ProposalResult:
-    """What ``MemoryService.propose_outcome`` did, and the stored row (``None`` if dropped)."""
+    """What ``BackgroundJobs.propose_outcome`` did, and the stored row (``None`` if dropped)."""
 
     outcome: ProposalOutcome
     memory: Memory | None
