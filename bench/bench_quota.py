@@ -23,7 +23,7 @@ from bench.local import embedded_postgres
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
@@ -45,7 +45,7 @@ def _round(db: Database, writers: int, saves: int, *, one_team: bool, quotas: bo
         barrier.wait()
         try:
             for n in range(saves):
-                svc.save(caller, MemorySaveRequest(key=f"k{n}", value=f"value {n}"))
+                svc.save(caller, SaveMemory(key=f"k{n}", value=f"value {n}"))
         except BaseException as exc:  # reported below
             errors.append(exc)
 

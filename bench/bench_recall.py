@@ -56,7 +56,7 @@ from engram.adapters.postgres.recall import recall_sql
 from engram.adapters.postgres.rows import vector_literal as _vec
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext, Embedder
 from engram.memories.recall import HashingEmbedder
@@ -327,9 +327,7 @@ def bench_size(
         team, user, q, _ = picks[i]
         return svc.save(
             Caller(user_id=user, team_id=team),
-            MemorySaveRequest(
-                key=f"bench {i} {time.time_ns()}", value=f"saved during the benchmark: {q}"
-            ),
+            SaveMemory(key=f"bench {i} {time.time_ns()}", value=f"saved during the benchmark: {q}"),
         )
 
     def save_with_vector(i: int) -> object:
@@ -339,7 +337,7 @@ def bench_size(
         team, user, q, _ = picks[i]
         return esvc.save(
             Caller(user_id=user, team_id=team),
-            MemorySaveRequest(
+            SaveMemory(
                 key=f"bench e {i} {time.time_ns()}", value=f"saved during the benchmark: {q}"
             ),
         )

@@ -42,7 +42,7 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.rows import vector_literal as _vec
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
@@ -79,7 +79,7 @@ def bench_saves(url: str, size: int, queries: int, embedder: Any) -> dict[str, A
         team, user, text, _ = picks[i]
         return svc.save(
             Caller(user_id=user, team_id=team),
-            MemorySaveRequest(key=f"bench s {i} {time.time_ns()}", value=f"saved: {text}"),
+            SaveMemory(key=f"bench s {i} {time.time_ns()}", value=f"saved: {text}"),
         )
 
     with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:

@@ -213,9 +213,9 @@ class UseCaseEngram:
     def record_events(
         self, user_id: str, events: list[dict[str, Any]], idempotency_key: str
     ) -> int:
-        request = EventsRequest.model_validate({"events": events})
+        command = EventsRequest.model_validate({"events": events}).command()
         accepted = self.container.ingest.accept_events(
-            self._caller(user_id), request, idempotency_key=idempotency_key
+            self._caller(user_id), command, idempotency_key=idempotency_key
         )
         return accepted.accepted
 

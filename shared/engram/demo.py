@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import uuid
 
-from engram.behaviour.inputs import QueryEvent, ToolEvent
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.models import Fact
 from engram.bootstrap import Container
 from engram.clock import FakeClock
@@ -19,9 +19,9 @@ from engram.settings import Settings
 IDENTITY = "demo-team:demo-user"
 
 
-def _look_up_acme(*, duration_ms: int) -> ToolEvent:
+def _look_up_acme(*, duration_ms: int) -> ToolRan:
     """The account lookup the user starts two sessions with."""
-    return ToolEvent(
+    return ToolRan(
         tool_name="get_account",
         ok=True,
         duration_ms=duration_ms,
@@ -30,22 +30,22 @@ def _look_up_acme(*, duration_ms: int) -> ToolEvent:
 
 
 # (day, events) — what the user did in each session
-SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
+SESSIONS: list[tuple[int, list[QueryAsked | ToolRan]]] = [
     (
         0,
         [
-            QueryEvent(text="What royalties did Acme earn last quarter?"),
+            QueryAsked(text="What royalties did Acme earn last quarter?"),
             _look_up_acme(duration_ms=42),
-            ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=900),
-            ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=850),
+            ToolRan(tool_name="run_royalty_report", ok=True, duration_ms=900),
+            ToolRan(tool_name="run_royalty_report", ok=True, duration_ms=850),
         ],
     ),
     (
         2,
         [
-            QueryEvent(text="Show the contract terms for Acme"),
+            QueryAsked(text="Show the contract terms for Acme"),
             _look_up_acme(duration_ms=40),
-            ToolEvent(
+            ToolRan(
                 tool_name="search_snowflake_schema",
                 ok=False,
                 duration_ms=3000,
@@ -56,15 +56,15 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
     (
         5,
         [
-            QueryEvent(text="Which products by ISRC drove revenue?"),
-            ToolEvent(
+            QueryAsked(text="Which products by ISRC drove revenue?"),
+            ToolRan(
                 tool_name="get_products_by_isrc",
                 ok=True,
                 duration_ms=120,
                 result={"products": [{"isrc": "USRC17607839", "title": "Night Drive"}]},
             ),
-            ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=870),
-            ToolEvent(
+            ToolRan(tool_name="run_royalty_report", ok=True, duration_ms=870),
+            ToolRan(
                 tool_name="search_snowflake_schema", ok=False, duration_ms=3000, error="timeout"
             ),
         ],
@@ -72,8 +72,8 @@ SESSIONS: list[tuple[int, list[QueryEvent | ToolEvent]]] = [
     (
         40,
         [
-            QueryEvent(text="Royalty statement for Acme, please"),
-            ToolEvent(tool_name="run_royalty_report", ok=True, duration_ms=880),
+            QueryAsked(text="Royalty statement for Acme, please"),
+            ToolRan(tool_name="run_royalty_report", ok=True, duration_ms=880),
         ],
     ),
 ]

@@ -27,7 +27,7 @@ from tests.e2e.harness import LocalEngram, Tenant
 
 from engram.api.models import IDEMPOTENCY_HEADER, ToolCallRequest
 from engram.api.tool_calls import CALL_MODELS
-from engram.memories.tools import TOOL_ARGUMENTS
+from engram.api.tools import TOOL_ARGUMENTS
 
 pytestmark = pytest.mark.e2e
 

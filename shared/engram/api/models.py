@@ -1,12 +1,13 @@
 """The models of the v1 HTTP API: every input and every output (routes: ``engram.api.routes``).
 
-**Inputs** are defined where they are used — behavioural memory's in
-``engram.behaviour.inputs``, explicit memories' in ``engram.memories.inputs``, transcripts in
+**Inputs** are defined at the edge — behavioural memory's in ``engram.api.behaviour_inputs``,
+explicit memories' (and the tools' arguments) in ``engram.api.memory_inputs``, transcripts in
 ``engram.extraction.models`` — on ``engram.fields.InputModel``: camelCase only, unknown
 fields refused, strict types, field rules and limits from ``engram.fields`` and
-``engram.limits``. The services take them as validated. Bad input is refused with an error
-naming the field (the pydantic ``loc`` joined with ``.``, see ``engram.api.errors``).
-``PATH_PARAMETERS`` gives each path parameter its rule.
+``engram.limits``. Each maps to its domain command (``command()``, ``engram.memories
+.commands``, ``engram.behaviour.commands``), which the services take as validated. Bad input
+is refused with an error naming the field (the pydantic ``loc`` joined with ``.``, see
+``engram.api.errors``). ``PATH_PARAMETERS`` gives each path parameter its rule.
 
 **Outputs** (response models) serialise by alias and are built in Python with snake_case
 names.
@@ -22,11 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from engram.api.errors import ErrorCode, InvalidJsonError
-from engram.api.http import decode_json
-from engram.api.responses import EpochMs, ResponseModel
-from engram.api.tool_calls import ToolCallQuery, ToolsQuery
-from engram.behaviour.inputs import (
+from engram.api.behaviour_inputs import (
     EventsRequest,
     ObservationIn,
     ObservationsRequest,
@@ -36,17 +33,9 @@ from engram.behaviour.inputs import (
     ToolEvent,
     ToolRankRequest,
 )
-from engram.extraction.models import TranscriptMessage, TranscriptRequest
-from engram.fields import (
-    Content,
-    FactId,
-    Identifier,
-    InputModel,
-    JsonObject,
-    Name,
-    check_json,
-)
-from engram.memories.inputs import (
+from engram.api.errors import ErrorCode, InvalidJsonError
+from engram.api.http import decode_json
+from engram.api.memory_inputs import (
     ApproveRequest,
     BulkReviewRequest,
     ExtractionConfig,
@@ -62,7 +51,19 @@ from engram.memories.inputs import (
     ReviewListQuery,
     TeamSettingsRequest,
 )
-from engram.memories.tools import ToolFormat
+from engram.api.responses import EpochMs, ResponseModel
+from engram.api.tool_calls import ToolCallQuery, ToolsQuery
+from engram.api.tools import ToolFormat
+from engram.extraction.models import TranscriptMessage, TranscriptRequest
+from engram.fields import (
+    Content,
+    FactId,
+    Identifier,
+    InputModel,
+    JsonObject,
+    Name,
+    check_json,
+)
 
 FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"

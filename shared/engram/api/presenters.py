@@ -43,6 +43,7 @@ from engram.api.models import (
     ToolsResponse,
 )
 from engram.api.responses import epoch_ms
+from engram.api.tools import ToolFormat
 from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
 from engram.memories.models import (
@@ -53,7 +54,6 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
-from engram.memories.tools import ToolFormat
 
 if TYPE_CHECKING:
     from engram.memories.service import ReviewOutcome
@@ -148,7 +148,7 @@ def session_response(context: SessionContext) -> SessionResponse:
 
 
 def tools_response(fmt: ToolFormat, definitions: Sequence[Mapping[str, Any]]) -> ToolsResponse:
-    """Tool definitions in ``fmt`` (``engram.memories.tools``); ``json_schema`` as
+    """Tool definitions in ``fmt`` (``engram.api.tools``); ``json_schema`` as
     ``{name, description, inputSchema}``, every other format exactly as it renders them."""
     if fmt != "json_schema":
         return ToolsResponse(format=fmt, tools=[dict(d) for d in definitions])

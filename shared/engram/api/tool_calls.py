@@ -33,10 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from engram.api.errors import InvalidJsonError
 from engram.api.http import decode_json
+from engram.api.tools import TOOL_ARGUMENTS, ToolFormat, tool_command
 from engram.errors import InvalidInput
 from engram.fields import Identifier, InputModel, Name, QueryInput
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.models import ToolResult
-from engram.memories.tools import ToolFormat, argument_error
+from engram.memories.tools import argument_error, unknown_tool
 
 #: the formats whose calls arrive in a provider's shape (``json_schema`` is ``ToolCallRequest``)
 ProviderFormat = Literal["openai_chat", "openai_responses", "anthropic", "bedrock", "mcp"]
@@ -226,10 +228,22 @@ def agreed(field: str, in_body: str | None, in_query: str | None) -> str | None:
     return in_body if in_body is not None else in_query
 
 
-def call_arguments(call: _ProviderCall, name: str) -> dict[str, Any] | ToolResult:
-    """The call's arguments, or the error result for arguments that are not a JSON object."""
+def provider_call_command(
+    call: _ProviderCall, name: str, persona_id: str | None, source_channel_id: str | None
+) -> SaveMemory | Recall | ToolResult:
+    """The command a provider's call of tool ``name`` asks for (``engram.api.tools``), or the
+    result the model reads when its arguments are refused (not a JSON object, or not what the
+    tool's arguments model accepts). An unknown tool raises ``NotFound``: the caller's error."""
     try:
-        return call.arguments()
+        arguments = call.arguments()
+    except InvalidInput as exc:
+        return argument_error(name, exc)
+    if name not in TOOL_ARGUMENTS:
+        raise unknown_tool(name)
+    try:
+        return tool_command(
+            name, arguments, persona_id=persona_id, source_channel_id=source_channel_id
+        )
     except InvalidInput as exc:
         return argument_error(name, exc)
 

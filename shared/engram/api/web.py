@@ -6,7 +6,7 @@ it with a ``Request`` over the current API Gateway v2 event and the process's pa
 turns the ``Reply`` into its framework's response and emits the reply's metrics::
 
     def delete_memory(req: Request, memory_id: str) -> Reply:  # DELETE /v1/memories/{id}
-        req.container.memory_use_cases.delete(req.caller, path_param("id", memory_id))
+        req.container.memories.delete(req.caller, path_param("id", memory_id))
         return Reply(204)
 
 ``EndpointParts`` names the parts of the composition root the endpoints use; the one
@@ -31,11 +31,10 @@ if TYPE_CHECKING:
     from engram.behaviour.service import BehaviourService
     from engram.identity import Caller
     from engram.insights.service import InsightsService
+    from engram.memories.service import MemoryService
     from engram.settings import Settings
-    from engram.use_cases.facts import FactsService
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
-    from engram.use_cases.memories import MemoryUseCases
     from engram.use_cases.session import SessionService
 
 M = TypeVar("M", bound=BaseModel)
@@ -49,9 +48,7 @@ class EndpointParts(Protocol):
     @property
     def behaviour(self) -> BehaviourService: ...
     @property
-    def facts(self) -> FactsService: ...
-    @property
-    def memory_use_cases(self) -> MemoryUseCases: ...
+    def memories(self) -> MemoryService: ...
     @property
     def ingest(self) -> IngestService: ...
     @property

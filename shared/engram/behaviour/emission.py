@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from engram import limits
-from engram.behaviour.inputs import QueryEvent, ToolEvent
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.models import MAX_CONTENT_CHARS, Observation, ObservationType
 from engram.behaviour.sanitize import clean_text
 
@@ -184,7 +184,7 @@ def _obs(ids: _Ids, key: tuple[object, ...], **fields: Any) -> Observation:
 
 def observations_from_events(
     identity_id: str,
-    events: Sequence[QueryEvent | ToolEvent],
+    events: Sequence[QueryAsked | ToolRan],
     *,
     now_ms: int,
     rules: EmissionRules | None = None,
@@ -200,7 +200,7 @@ def observations_from_events(
     meta = set(rules.meta_tools)
     out: list[Observation] = []
     for ref, event in enumerate(events):
-        if isinstance(event, QueryEvent):
+        if isinstance(event, QueryAsked):
             out += _query_observations(ids, ref, event, rules, now_ms)
         elif event.tool_name not in meta:
             out += _tool_observations(ids, ref, event, rules, now_ms)
@@ -208,7 +208,7 @@ def observations_from_events(
 
 
 def _query_observations(
-    ids: _Ids, ref: int, event: QueryEvent, rules: EmissionRules, now_ms: int
+    ids: _Ids, ref: int, event: QueryAsked, rules: EmissionRules, now_ms: int
 ) -> list[Observation]:
     """One ``query_pattern`` per domain the query's text mentions."""
     query = event.text[:MAX_QUERY_CHARS]
@@ -226,7 +226,7 @@ def _query_observations(
 
 
 def _tool_observations(
-    ids: _Ids, ref: int, event: ToolEvent, rules: EmissionRules, now_ms: int
+    ids: _Ids, ref: int, event: ToolRan, rules: EmissionRules, now_ms: int
 ) -> list[Observation]:
     """A ``tool_success`` and the entities its result names, or a ``tool_failure``."""
     tool = event.tool_name

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.behaviour.affinity import extract_tool_affinities
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.consolidation import (
     OBSERVATION_RETENTION_DAYS,
     consolidate_store,
@@ -21,12 +22,11 @@ from engram.behaviour.consolidation import (
 )
 from engram.behaviour.decay import DecayStrategy, ExponentialDecay
 from engram.behaviour.emission import EmissionRules, observations_from_events
-from engram.behaviour.inputs import QueryEvent, ToolEvent
 from engram.behaviour.models import Fact, Observation
 from engram.behaviour.ports import BehaviourStore
 from engram.behaviour.prompt import format_memory_section
 from engram.clock import Clock, SystemClock
-from engram.errors import EngramError, InvalidInput, Unavailable
+from engram.errors import EngramError, InvalidInput, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class BehaviourService:
     def observations_from_events(
         self,
         identity_id: str,
-        events: Sequence[QueryEvent | ToolEvent],
+        events: Sequence[QueryAsked | ToolRan],
         *,
         now_ms: int,
         batch_id: str | None = None,
@@ -180,11 +180,14 @@ class BehaviourService:
             raise Unavailable(f"behaviour store unavailable: {type(exc).__name__}") from exc
         return with_current_confidence(stored, self.decay, self.clock.now_ms())
 
-    def forget_fact(self, identity_id: str, fact_id: str) -> bool:
+    def forget_fact(self, identity_id: str, fact_id: str) -> None:
+        """Forget one fact of the identity; ``NotFound`` when it has no such fact."""
         try:
-            return self.store.delete_fact(identity_id, fact_id)
+            deleted = self.store.delete_fact(identity_id, fact_id)
         except Exception as exc:
             raise Unavailable(f"behaviour store unavailable: {type(exc).__name__}") from exc
+        if not deleted:
+            raise NotFound("fact not found")
 
     def erase(self, identity_id: str) -> dict[str, int]:
         try:

@@ -17,9 +17,6 @@ part                     built from
 ``ingest``               ``IngestService`` (the ingest function)
 ``sessions``             ``SessionService`` (the session function)
 ``me``                   ``MeService``: export and erasure across both stores
-``facts``                ``FactsService``: the caller's facts (the memories function)
-``memory_use_cases``     ``MemoryUseCases``: memories, tools, review, personas, team
-                         settings (the memories function)
 ``event_bus``            ``EventBridgeBus`` on ``ENGRAM_EVENT_BUS_NAME``, else ``JsonlBus`` on
                          ``ENGRAM_EVENTS_FILE`` (default ``<ENGRAM_DATA_DIR>/events.jsonl``)
                          and ``ENGRAM_EVENTS_WEBHOOK_URL``
@@ -51,10 +48,8 @@ if TYPE_CHECKING:
     from engram.events.relay import OutboxRelay
     from engram.extraction.ports import Extractor
     from engram.maintenance.ports import TranscriptQueue
-    from engram.use_cases.facts import FactsService
     from engram.use_cases.ingest import IngestService
     from engram.use_cases.me import MeService
-    from engram.use_cases.memories import MemoryUseCases
     from engram.use_cases.ports import MessageQueue
     from engram.use_cases.session import SessionService
 
@@ -119,7 +114,7 @@ class Container(RedisParts, PostgresParts):
             limiter=self.ingest_limiter,
             keys=self.ingest_keys,
             # late: the memory service (PostgreSQL) is built at the first persona check
-            persona_access=lambda caller, persona: self.memories.check_persona_access(  # noqa: PLW0108
+            persona_access=lambda caller, persona: self.memories.core.check_persona_access(  # noqa: PLW0108
                 caller, persona
             ),
             observation_retention_days=self.settings.observation_retention_days,
@@ -169,18 +164,6 @@ class Container(RedisParts, PostgresParts):
             lease_ms=s.events_lease_s * 1000,
             keep_sent_ms=s.events_keep_sent_s * 1000,
         )
-
-    @part
-    def facts(self) -> FactsService:
-        from engram.use_cases.facts import FactsService
-
-        return FactsService(self.behaviour)
-
-    @part
-    def memory_use_cases(self) -> MemoryUseCases:
-        from engram.use_cases.memories import MemoryUseCases
-
-        return MemoryUseCases(self.memories)
 
     @part
     def cache_rotation(self) -> CacheSecretRotation:

@@ -72,7 +72,7 @@ def extraction_config_for(
     def config_for(job: TranscriptJob) -> ExtractionConfig:
         if job.persona_id is None:
             return ExtractionConfig()
-        persona = service.persona_settings(job.team_id, job.persona_id)
+        persona = service.personas.persona_settings(job.team_id, job.persona_id)
         return ExtractionConfig.for_persona(
             memory_enabled=persona.memory_enabled,
             extraction_enabled=persona.extraction.enabled,
@@ -110,7 +110,7 @@ def build_maintenance_job(
         behaviour=bridge,
         facts=bridge if daily else None,
         insights=PostgresInsights(container.database) if daily else None,
-        memories=MemoryStoreMaintenance(service, container.memory_store),
+        memories=MemoryStoreMaintenance(service.jobs, container.memory_store),
         policies=(
             None
             if schedule == FREQUENT
@@ -119,7 +119,7 @@ def build_maintenance_job(
         erasures=container.erasure_log,
         queue=queue,
         extractor=extractor,
-        sink=MemoryProposalSink(service, erasures=container.erasure_log),
+        sink=MemoryProposalSink(service.jobs, erasures=container.erasure_log),
         extraction_config_for=extraction_config_for(service),
         config=config or maintenance_config(container.settings),
         monotonic=monotonic or MonotonicClock(),

@@ -5,33 +5,34 @@ from __future__ import annotations
 
 from engram.errors import Forbidden, NotFound
 from engram.identity import Caller
-from engram.memories.core import MemoryServiceCore
-from engram.memories.inputs import PersonaRequest, RetentionRule, TeamSettingsRequest
-from engram.memories.models import Persona, TeamSettings
+from engram.memories.commands import PutPersona, PutTeamSettings
+from engram.memories.core import MemoryCore
+from engram.memories.models import Persona, RetentionRules, TeamSettings
 from engram.memories.privacy import context_for, system_context
 
 
-class PersonaAdministration(MemoryServiceCore):
+class PersonaAdministration:
     """Personas and team switches (``PUT/GET /v1/personas``, ``/v1/team/settings``)."""
 
-    def put_persona(self, caller: Caller, persona_id: str, cfg: PersonaRequest) -> Persona:
-        """Team admins. ``cfg.retention`` left out: the persona's retention stays as it is;
-        ``None``: no rules."""
+    def __init__(self, core: MemoryCore) -> None:
+        self._personas = core.personas
+
+    def put_persona(self, caller: Caller, command: PutPersona) -> Persona:
+        """Team admins. ``command.retention`` None: the persona's retention stays as it is."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins configure personas")
-        pid = persona_id
+        pid = command.persona_id
         ctx = context_for(caller)
-        if "retention" in cfg.model_fields_set:
-            retention = cfg.retention or RetentionRule()
-        else:  # left out: keep the persona's retention rules
+        retention = command.retention
+        if retention is None:  # keep the persona's retention rules
             current = self._personas.get_persona(ctx, pid)
-            retention = current.retention if current else RetentionRule()
+            retention = current.retention if current else RetentionRules()
         persona = Persona(
             persona_id=pid,
             team_id=caller.team_id,
-            allowed_groups=list(cfg.allowed_groups),
-            memory_enabled=cfg.memory_enabled,
-            extraction=cfg.extraction,
+            allowed_groups=list(command.allowed_groups),
+            memory_enabled=command.memory_enabled,
+            extraction=command.extraction,
             retention=retention,
         )
         return self._personas.put_persona(ctx, persona)
@@ -59,17 +60,15 @@ class PersonaAdministration(MemoryServiceCore):
         found = self._personas.get_persona(system_context(team_id), persona_id)
         return found or Persona(persona_id=persona_id, team_id=team_id)
 
-    def put_team_settings(self, caller: Caller, request: TeamSettingsRequest) -> TeamSettings:
-        """Team admins. ``request.retention`` left out: the team's retention stays as it is;
-        ``None``: no rules."""
+    def put_team_settings(self, caller: Caller, request: PutTeamSettings) -> TeamSettings:
+        """Team admins. ``request.retention`` None: the team's retention stays as it is."""
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins change team settings")
         ctx = context_for(caller)
-        if "retention" in request.model_fields_set:
-            rule = request.retention or RetentionRule()
-        else:
+        rule = request.retention
+        if rule is None:
             current = self._personas.get_team_settings(ctx)
-            rule = current.retention if current else RetentionRule()
+            rule = current.retention if current else RetentionRules()
         return self._personas.put_team_settings(
             ctx,
             TeamSettings(

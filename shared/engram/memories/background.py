@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from engram.errors import InvalidInput
 from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
-from engram.memories.core import MemoryServiceCore
+from engram.memories.core import MemoryCore
 from engram.memories.models import Memory, NewMemory, Scope, Status
 from engram.memories.privacy import system_context
 from engram.memories.scopes import parse_scope, save_target
@@ -39,14 +39,17 @@ ProposalOutcome = Literal["created", "refreshed", "dropped"]
 
 @dataclass(frozen=True)
 class ProposalResult:
-    """What ``MemoryService.propose_outcome`` did, and the stored row (``None`` if dropped)."""
+    """What ``BackgroundJobs.propose_outcome`` did, and the stored row (``None`` if dropped)."""
 
     outcome: ProposalOutcome
     memory: Memory | None
 
 
-class BackgroundJobs(MemoryServiceCore):
+class BackgroundJobs:
     """Proposals from transcripts and retention, acting as the system within one team."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self._core = core
 
     def propose(  # noqa: PLR0917 - the extraction job's positional contract
         self,
@@ -114,10 +117,10 @@ class BackgroundJobs(MemoryServiceCore):
         system = Caller(user_id=user, team_id=team, is_team_admin=True, is_service=True)
         target = save_target(system, persona, parse_scope(scope))
         ctx = system_context(team, user)
-        persona_cfg = self._persona(ctx, persona)
-        if not self._enabled(ctx, persona_cfg):
+        persona_cfg = self._core.persona(ctx, persona)
+        if not self._core.enabled(ctx, persona_cfg):
             return ProposalResult("dropped", None)
-        written = self._store.propose(
+        written = self._core.store.propose(
             ctx,
             NewMemory(
                 scope=target.scope,
@@ -130,9 +133,9 @@ class BackgroundJobs(MemoryServiceCore):
                 source_user_id=user,
                 confidence=conf,
                 status=Status.PENDING_REVIEW,
-                **self._memory_embedding(key_s, value_s),
+                **self._core.memory_embedding(key_s, value_s),
             ),
-            quotas=self._quotas,
+            quotas=self._core.quotas,
             not_erased_since_ms=not_erased_since_ms,
         )
         if written is None:
@@ -152,7 +155,7 @@ class BackgroundJobs(MemoryServiceCore):
         ones untouched for ``delete_archived_after_days`` (``None``: never). ``now`` is epoch
         ms or a datetime (default: the clock)."""
         if now is None:
-            now = self._clock.now_ms()
+            now = self._core.clock.now_ms()
         when = now if isinstance(now, datetime) else datetime.fromtimestamp(now / 1000, UTC)
         never = datetime(1970, 1, 1, tzinfo=UTC)
         for field, days in (
@@ -163,7 +166,7 @@ class BackgroundJobs(MemoryServiceCore):
                 isinstance(days, bool) or not isinstance(days, int) or days < 1
             ):
                 raise InvalidInput(field, "must be a positive number of days")
-        return self._store.apply_retention(
+        return self._core.store.apply_retention(
             system_context(team_id),
             archive_before=when - timedelta(days=archive_after_days)
             if archive_after_days

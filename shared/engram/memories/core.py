@@ -1,5 +1,6 @@
-"""The state and the access rules every use case of explicit memories shares: the stores,
-the switches (global, team, persona), embeddings that degrade to keywords, visibility."""
+"""The state and the access rules every service of explicit memories shares: the stores,
+the switches (global, team, persona), embeddings that degrade to keywords, visibility.
+``MemoryService`` builds one ``MemoryCore`` and gives it to each of its services."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from engram.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class MemoryServiceCore:
-    """What ``MemoryService`` and its use-case groups share; not used on its own."""
+class MemoryCore:
+    """What the services of explicit memories share (each holds the same one)."""
 
     def __init__(
         self,
@@ -44,86 +45,86 @@ class MemoryServiceCore:
     ) -> None:
         """``cursors`` signs review cursors with the deployment's key (the composition root
         passes it); without one, a key only this process knows."""
-        self._store = store
-        self._personas = personas
-        self._embedder = embedder
-        self._settings = settings
-        self._clock = clock or SystemClock()
-        self._cursors = cursors or CursorSigner()
-        self._quotas = Quotas(
-            per_user=self._settings.max_memories_per_user,
-            per_persona=self._settings.max_memories_per_persona,
-            per_team=self._settings.max_memories_per_team,
+        self.store = store
+        self.personas = personas
+        self.embedder = embedder
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.cursors = cursors or CursorSigner()
+        self.quotas = Quotas(
+            per_user=settings.max_memories_per_user,
+            per_persona=settings.max_memories_per_persona,
+            per_team=settings.max_memories_per_team,
         )
 
-    def _persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
-        return self._personas.get_persona(ctx, persona_id) if persona_id else None
+    def persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
+        return self.personas.get_persona(ctx, persona_id) if persona_id else None
 
-    def _enabled(self, ctx: AccessContext, persona: Persona | None) -> bool:
-        if not self._settings.memory_enabled:
+    def enabled(self, ctx: AccessContext, persona: Persona | None) -> bool:
+        if not self.settings.memory_enabled:
             return False
-        team = self._personas.get_team_settings(ctx)
+        team = self.personas.get_team_settings(ctx)
         if team is not None and not team.memory_enabled:
             return False
         return persona is None or persona.memory_enabled
 
-    def _embed(self, text: str) -> dict[str, Any]:
+    def embed(self, text: str) -> dict[str, Any]:
         """``embedding`` and ``embedding_model`` of a text: both None without an embedder or
         when it fails (the row is embedded later, the recall is keyword-only), a None vector
         when the model gives nothing for the text."""
-        if self._embedder is None or not text.strip():
+        if self.embedder is None or not text.strip():
             return {"embedding": None, "embedding_model": None}
         try:
-            vector = self._embedder.embed([text])[0]
-            model = self._embedder.model_id
+            vector = self.embedder.embed([text])[0]
+            model = self.embedder.model_id
         except Exception:  # an embedder outage degrades recall to keywords, never fails it
             log.warning("embedder failed; continuing keyword-only", exc_info=True)
             return {"embedding": None, "embedding_model": None}
         return {"embedding": vector if any(vector) else None, "embedding_model": model}
 
-    def _memory_embedding(self, key: str, value: str) -> dict[str, Any]:
-        return self._embed(embedding_text(key, value))
+    def memory_embedding(self, key: str, value: str) -> dict[str, Any]:
+        return self.embed(embedding_text(key, value))
 
-    def _embedded(self, before: Memory, change: MemoryChange) -> MemoryChange:
+    def embedded(self, before: Memory, change: MemoryChange) -> MemoryChange:
         """``change`` with the embedding of the text it gives ``before`` (a new key or value)."""
         if not change.new_text:
             return change
         text = (change.key or before.key, change.value or before.value)
-        return replace(change, **self._memory_embedding(*text))
+        return replace(change, **self.memory_embedding(*text))
 
-    def _query_embedding(self, query: str) -> dict[str, Any]:
+    def query_embedding(self, query: str) -> dict[str, Any]:
         """The query's embedding, its model and the embedder's tuning (none: keyword-only)."""
-        embedded = self._embed(query)
-        if self._embedder is None or embedded["embedding"] is None:
+        embedded = self.embed(query)
+        if self.embedder is None or embedded["embedding"] is None:
             return {}
-        return {**embedded, "tuning": self._embedder.tuning}
+        return {**embedded, "tuning": self.embedder.tuning}
 
-    def _visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
+    def visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
         """The memory as ``caller`` may see it: 404 outside their rows, and for admins a
         user's own ``user`` memory too (``private_to_its_user``), as for its history."""
         if memory is None or not memory_visible(ctx, memory) or private_to_its_user(ctx, memory):
             raise NotFound("memory not found")
         if memory.scope is not Scope.USER and not persona_allows(
-            caller, self._persona(ctx, memory.owner_id)
+            caller, self.persona(ctx, memory.owner_id)
         ):
             raise NotFound("memory not found")
         return memory
 
-    def _signed_page(
+    def signed_page(
         self, ctx: AccessContext, flt: MemoryFilter, cursor: str | None, listing: tuple[str, ...]
     ) -> MemoryPage:
         """One page of ``flt`` from ``cursor``; the cursors in and out are signed for
         ``listing`` (``engram.memories.cursors``): one issued for another listing raises
         ``InvalidInput("cursor")``."""
-        opened = flt.model_copy(update={"cursor": self._cursors.open(cursor, *listing)})
-        page = self._store.list_memories(ctx, opened)
+        opened = flt.model_copy(update={"cursor": self.cursors.open(cursor, *listing)})
+        page = self.store.list_memories(ctx, opened)
         return page.model_copy(
-            update={"next_cursor": self._cursors.sign(page.next_cursor, *listing)}
+            update={"next_cursor": self.cursors.sign(page.next_cursor, *listing)}
         )
 
-    def _decided(self, ctx: AccessContext, action: str) -> AuditStamp:
+    def decided(self, ctx: AccessContext, action: str) -> AuditStamp:
         """A person's decision, for the store to audit in the same transaction."""
-        at = datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
+        at = datetime.fromtimestamp(self.clock.now_ms() / 1000, UTC)
         return AuditStamp(id=str(uuid.uuid4()), actor_id=ctx.user_id, action=action, at=at)
 
     # --- memory_save / memory_recall ---------------------------------------------------------
@@ -132,8 +133,8 @@ class MemoryServiceCore:
         open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
         team or for the persona. ``persona_id`` is a validated id (``TranscriptRequest``)."""
         ctx = context_for(caller)
-        persona_cfg = self._persona(ctx, persona_id)
+        persona_cfg = self.persona(ctx, persona_id)
         if persona_id and not persona_allows(caller, persona_cfg):
             raise Forbidden("this persona is not available to the caller's groups")
-        if not self._enabled(ctx, persona_cfg):
+        if not self.enabled(ctx, persona_cfg):
             raise MemoryDisabled("memory is switched off for this team or persona")

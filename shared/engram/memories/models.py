@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from engram import limits
-from engram.memories.inputs import ExtractionConfig, RetentionRule
 
 KEY_MAX = limits.MAX_KEY_CHARS
 VALUE_MAX = limits.MAX_VALUE_CHARS
@@ -49,6 +48,22 @@ class CamelModel(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+
+class RetentionRules(CamelModel):
+    """Memory retention of a team or a persona: archive active memories untouched for
+    ``archive_after_days``; hard-delete archived ones untouched for
+    ``delete_archived_after_days``. ``None``: no such rule."""
+
+    archive_after_days: int | None = None
+    delete_archived_after_days: int | None = None
+
+
+class ExtractionSettings(CamelModel):
+    """A persona's background extraction: on or off, and its prompt."""
+
+    enabled: bool = False
+    prompt: str | None = None
 
 
 class Memory(CamelModel):
@@ -168,8 +183,8 @@ class Persona(CamelModel):
     team_id: str = Field(min_length=1, exclude=True)
     allowed_groups: list[str] = Field(default_factory=list)
     memory_enabled: bool = True
-    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
-    retention: RetentionRule = Field(default_factory=RetentionRule)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    retention: RetentionRules = Field(default_factory=RetentionRules)
     updated_at: datetime | None = None
 
     def allows(self, groups: frozenset[str]) -> bool:
@@ -179,7 +194,7 @@ class Persona(CamelModel):
 class TeamSettings(CamelModel):
     team_id: str = Field(exclude=True)
     memory_enabled: bool = True
-    retention: RetentionRule = Field(default_factory=RetentionRule)
+    retention: RetentionRules = Field(default_factory=RetentionRules)
     updated_at: datetime | None = None
 
 

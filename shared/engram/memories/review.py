@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from engram.errors import EngramError, Forbidden, NotFound
 from engram.identity import Caller
-from engram.memories.core import MemoryServiceCore
-from engram.memories.inputs import ApproveRequest, BulkReviewRequest, ReviewListQuery
+from engram.memories.commands import Approve, BulkReview, ListPending
+from engram.memories.core import MemoryCore
 from engram.memories.lifecycle import history_visible, last_known
 from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
 from engram.memories.ports import AccessContext, MemoryChange
@@ -25,19 +25,22 @@ class ReviewOutcome:
     error: EngramError | None = None
 
 
-class ReviewPipeline(MemoryServiceCore):
+class ReviewPipeline:
     """Team admins decide proposals; every memory keeps its audit trail."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self._core = core
 
     def _admin(self, caller: Caller) -> AccessContext:
         if not caller.can_administer_team(caller.team_id):
             raise Forbidden("only team admins review memories")
         return context_for(caller)
 
-    def list_pending(self, caller: Caller, query: ReviewListQuery | None = None) -> MemoryPage:
+    def list_pending(self, caller: Caller, query: ListPending | None = None) -> MemoryPage:
         """One page of the team's pending memories, oldest first. ``next_cursor`` is signed
         (``engram.memories.cursors``) for this team and persona filter; a ``cursor`` this
         service did not issue for the same listing raises ``InvalidInput("cursor")``."""
-        query = query or ReviewListQuery()
+        query = query or ListPending()
         ctx = self._admin(caller)
         listing = ("review", caller.team_id, query.persona_id or "")
         flt = MemoryFilter(
@@ -46,20 +49,20 @@ class ReviewPipeline(MemoryServiceCore):
             persona_id=query.persona_id,
             limit=query.limit,
         )
-        return self._signed_page(ctx, flt, query.cursor, listing)
+        return self._core.signed_page(ctx, flt, query.cursor, listing)
 
-    def approve(self, caller: Caller, memory_id: str, edit: ApproveRequest | None = None) -> Memory:
+    def approve(self, caller: Caller, memory_id: str, edit: Approve | None = None) -> Memory:
         """Approve a pending proposal, first applying ``edit`` (a new key and/or value).
         ``NotFound`` when there is no such proposal the admin may see; ``Conflict`` when it was
         already decided (the loser of two concurrent decisions). The change and its audit row
         are one transaction."""
         ctx = self._admin(caller)
-        proposed = self._store.get(ctx, memory_id)
+        proposed = self._core.store.get(ctx, memory_id)
         if proposed is None:
             raise NotFound("no pending memory with this id")
         key, value = (edit.key, edit.value) if edit is not None else (None, None)
         approval = MemoryChange(status=Status.ACTIVE, key=key, value=value)
-        return self._review(ctx, memory_id, self._embedded(proposed, approval), "approve")
+        return self._review(ctx, memory_id, self._core.embedded(proposed, approval), "approve")
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
         """Reject a pending proposal: it becomes ``rejected`` and its key and value are
@@ -68,7 +71,7 @@ class ReviewPipeline(MemoryServiceCore):
         rejection = MemoryChange(status=Status.REJECTED)
         return self._review(self._admin(caller), memory_id, rejection, "reject")
 
-    def review_many(self, caller: Caller, request: BulkReviewRequest) -> list[ReviewOutcome]:
+    def review_many(self, caller: Caller, request: BulkReview) -> list[ReviewOutcome]:
         """Approve or reject each id of ``request``, in order, each in its own atomic step with
         its own audit row, exactly as ``approve`` / ``reject`` one by one: an id already
         decided reports ``Conflict``, an unknown one ``NotFound``, and neither stops the
@@ -86,8 +89,8 @@ class ReviewPipeline(MemoryServiceCore):
     def _review(
         self, ctx: AccessContext, memory_id: str, decision: MemoryChange, action: str
     ) -> Memory:
-        decided = self._decided(ctx, action)
-        reviewed = self._store.review(ctx, memory_id, decision, decided=decided)
+        decided = self._core.decided(ctx, action)
+        reviewed = self._core.store.review(ctx, memory_id, decision, decided=decided)
         if reviewed is None:
             raise NotFound("no pending memory with this id")
         return reviewed
@@ -98,8 +101,8 @@ class ReviewPipeline(MemoryServiceCore):
         persona and persona_user memories), not a user's own ``user`` memory. ``NotFound``
         for anything else."""
         audit = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=True)
-        actions = self._store.list_actions(audit, memory_id)
-        subject = self._store.get(audit, memory_id) or last_known(actions, caller.team_id)
+        actions = self._core.store.list_actions(audit, memory_id)
+        subject = self._core.store.get(audit, memory_id) or last_known(actions, caller.team_id)
         if subject is None or not history_visible(context_for(caller), subject):
             raise NotFound("memory not found")
         return actions

@@ -1,6 +1,14 @@
-"""``MemoryService``: the use cases of explicit memories, over a store and an optional embedder.
+"""``MemoryService``: a caller's explicit memories (save, recall, read, edit, list, export,
+erase), and the services of explicit memories beside it, one responsibility each, sharing one
+``MemoryCore`` (stores, switches, embeddings, visibility):
 
-Every public method takes the verified ``Caller`` and stays inside ``caller.team_id``.
+- ``review``: team admins decide proposals (``engram.memories.review``);
+- ``personas``: persona and team settings (``engram.memories.administration``);
+- ``jobs``: the service's own jobs, proposals and retention (``engram.memories.background``);
+- ``tools``: a model's tool calls (``engram.memories.tools``).
+
+Every public method takes the verified ``Caller`` and stays inside ``caller.team_id``, and
+takes the command the edge mapped its input to (``engram.memories.commands``).
 Errors are ``engram.errors``: ``InvalidInput`` (naming the camelCase field), ``NotFound``
 (also for anything the caller may not see), ``Forbidden``, ``MemoryDisabled``, ``Conflict``,
 ``Unavailable`` (PostgreSQL down; raised by the adapter).
@@ -8,20 +16,18 @@ Errors are ``engram.errors``: ``InvalidInput`` (naming the camelCase field), ``N
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import Any
 
-from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
+from engram.clock import Clock
+from engram.errors import Forbidden, MemoryDisabled, NotFound
 from engram.identity import Caller
 from engram.memories.administration import PersonaAdministration
 from engram.memories.background import BackgroundJobs, ProposalOutcome, ProposalResult
+from engram.memories.commands import EditMemory, ListMemories, Recall, SaveMemory
+from engram.memories.core import MemoryCore
+from engram.memories.cursors import CursorSigner
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
-from engram.memories.inputs import (
-    MemoryListQuery,
-    MemoryPatchRequest,
-    MemoryRecallQuery,
-    MemorySaveRequest,
-)
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -30,24 +36,20 @@ from engram.memories.models import (
     RecallRequest,
     Scope,
     Status,
-    ToolResult,
 )
-from engram.memories.ports import AccessContext, MemoryChange, list_all
+from engram.memories.ports import (
+    AccessContext,
+    Embedder,
+    MemoryChange,
+    MemoryStore,
+    PersonaStore,
+    list_all,
+)
 from engram.memories.privacy import context_for, persona_allows
 from engram.memories.review import ReviewOutcome, ReviewPipeline
-from engram.memories.scopes import parse_scope, save_target
-from engram.memories.tools import (
-    RECALL,
-    SAVE,
-    ToolFormat,
-    argument_error,
-    parse_recall_args,
-    parse_save_args,
-    recall_result_text,
-    refused,
-    save_result_text,
-)
-from engram.memories.tools import tool_definitions as _tool_definitions
+from engram.memories.scopes import save_target
+from engram.memories.tools import MemoryTools
+from engram.settings import Settings
 
 __all__ = [
     "HINT_RECALL_LIMIT",
@@ -55,181 +57,113 @@ __all__ = [
     "ProposalOutcome",
     "ProposalResult",
     "ReviewOutcome",
-    "ToolCallOptions",
 ]
 
 HINT_RECALL_LIMIT = 100
 
 
-class ToolCallOptions(TypedDict, total=False):
-    """The keywords of ``MemoryService.execute_tool`` besides the call itself."""
+class MemoryService:
+    """A caller's explicit memories; ``review``, ``personas``, ``jobs`` and ``tools`` are the
+    other services of explicit memories, over the same ``core``."""
 
-    persona_id: str | None
-    source_channel_id: str | None
-    errors_as_results: bool
+    def __init__(
+        self,
+        store: MemoryStore,
+        personas: PersonaStore,
+        *,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        cursors: CursorSigner | None = None,
+    ) -> None:
+        """``cursors`` signs listing cursors with the deployment's key (the composition root
+        passes it); without one, a key only this process knows."""
+        self.core = core = MemoryCore(
+            store, personas, settings=settings, embedder=embedder, clock=clock, cursors=cursors
+        )
+        self.review = ReviewPipeline(core)
+        self.personas = PersonaAdministration(core)
+        self.jobs = BackgroundJobs(core)
+        self.tools = MemoryTools(self)
 
-
-class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
-    """Explicit memories' use cases: save, recall and tool calls, one memory, listings and
-    the user's own data here; review, persona settings and background jobs in the groups it
-    inherits (``engram.memories.review``, ``.administration``, ``.background``)."""
-
-    def save(self, caller: Caller, request: MemorySaveRequest) -> tuple[Memory, bool]:
+    def save(self, caller: Caller, command: SaveMemory) -> tuple[Memory, bool]:
         """Create or update (same scope, owner, user and key) an active memory."""
-        key_s, value_s, persona = request.key, request.value, request.persona_id
-        conf = 1.0 if request.confidence is None else request.confidence
-        target = save_target(caller, persona, parse_scope(request.scope))
+        core, persona = self.core, command.persona_id
+        target = save_target(caller, persona, command.scope)
         ctx = context_for(caller)
-        persona_cfg = self._persona(ctx, persona)
+        persona_cfg = core.persona(ctx, persona)
         if persona and not persona_allows(caller, persona_cfg):
             raise Forbidden("this persona is not available to the caller's groups")
-        if not self._enabled(ctx, persona_cfg if target.scope is not Scope.USER else None):
+        if not core.enabled(ctx, persona_cfg if target.scope is not Scope.USER else None):
             raise MemoryDisabled("memory is switched off for this team or persona")
-        memory, created = self._store.upsert(
+        memory, created = core.store.upsert(
             ctx,
             NewMemory(
                 scope=target.scope,
                 owner_id=target.owner_id,
                 user_id=target.user_id,
                 team_id=caller.team_id,
-                key=key_s,
-                value=value_s,
-                source_channel_id=request.source_channel_id,
-                confidence=conf,
+                key=command.key,
+                value=command.value,
+                source_channel_id=command.source_channel_id,
+                confidence=command.confidence,
                 status=Status.ACTIVE,
-                **self._memory_embedding(key_s, value_s),
+                **core.memory_embedding(command.key, command.value),
             ),
-            quotas=self._quotas,
+            quotas=core.quotas,
         )
         return memory, created
 
-    def recall(self, caller: Caller, request: MemoryRecallQuery) -> list[Memory]:
+    def recall(self, caller: Caller, command: Recall) -> list[Memory]:
         """Scope-merged recall; empty when memory is off or the persona is not allowed."""
-        return self.recall_each(caller, [request])[0]
+        return self.recall_each(caller, [command])[0]
 
-    def recall_each(
-        self, caller: Caller, requests: Sequence[MemoryRecallQuery]
-    ) -> list[list[Memory]]:
+    def recall_each(self, caller: Caller, commands: Sequence[Recall]) -> list[list[Memory]]:
         """Several recalls of one persona behind one access check (the persona and the team
-        switch are read once): one list per request, in order; all empty when memory is off or
+        switch are read once): one list per command, in order; all empty when memory is off or
         the persona is not allowed."""
-        personas = {r.persona_id for r in requests}
+        core = self.core
+        personas = {r.persona_id for r in commands}
         if len(personas) > 1:
-            raise ValueError("recall_each: every request names the same persona")
+            raise ValueError("recall_each: every command names the same persona")
         persona = next(iter(personas), None)
         ctx = context_for(caller)
-        persona_cfg = self._persona(ctx, persona)
-        if (persona and not persona_allows(caller, persona_cfg)) or not self._enabled(
+        persona_cfg = core.persona(ctx, persona)
+        if (persona and not persona_allows(caller, persona_cfg)) or not core.enabled(
             ctx, persona_cfg
         ):
-            return [[] for _ in requests]  # off globally, for the team, or in this persona
+            return [[] for _ in commands]  # off globally, for the team, or in this persona
         return [
-            self._store.recall(
+            core.store.recall(
                 ctx,
                 RecallRequest(
                     team_id=caller.team_id,
                     user_id=caller.user_id,
                     persona_id=persona,
-                    query=request.query or "",
-                    limit=request.max_results,
-                    **self._query_embedding(request.query or ""),
+                    query=command.query,
+                    limit=command.max_results,
+                    **core.query_embedding(command.query),
                 ),
             )
-            for request in requests
+            for command in commands
         ]
 
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""
-        memories = self.recall(
-            caller, MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
-        )
-        cap = min(self._settings.memory_hint_max_chars, DEFAULT_MAX_CHARS)
+        memories = self.recall(caller, Recall(max_results=HINT_RECALL_LIMIT, persona_id=persona_id))
+        cap = min(self.core.settings.memory_hint_max_chars, DEFAULT_MAX_CHARS)
         return build_memory_hint(memories, cap)
-
-    def tool_definitions(self, fmt: ToolFormat = "json_schema") -> list[dict[str, Any]]:
-        return _tool_definitions(fmt)
-
-    def execute_tool(
-        self,
-        caller: Caller,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        persona_id: str | None = None,
-        source_channel_id: str | None = None,
-        errors_as_results: bool = False,
-    ) -> ToolResult:
-        """Run a model's tool call: ``arguments`` are validated here, as the tool's arguments
-        model (``MemorySaveArgs`` / ``MemoryRecallArgs``); bad ones raise ``InvalidInput``
-        naming the argument. ``persona_id`` and ``source_channel_id`` are validated ids
-        (``ToolCallRequest``). An unknown tool raises ``NotFound``; a disabled memory gives
-        ``ok=False`` text. ``source_channel_id`` (the conversation the call came from) is the
-        provenance of a ``memory_save``; ``memory_recall`` ignores it.
-
-        With ``errors_as_results``, what the model itself got wrong or can act on — arguments
-        its tool's model refuses, a full memory quota — is an ``ok=False`` result the model
-        reads instead of an exception; errors of the caller (unknown tool, persona not
-        allowed, a store down) still raise."""
-        if not errors_as_results:
-            return self._execute_tool(caller, name, arguments, persona_id, source_channel_id)
-        if name not in (SAVE, RECALL):
-            raise NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
-        try:
-            return self._execute_tool(caller, name, arguments, persona_id, source_channel_id)
-        except InvalidInput as exc:
-            return argument_error(name, exc)
-        except QuotaExceeded as exc:
-            return refused(name, "Nothing was saved", exc)
-
-    def _execute_tool(
-        self,
-        caller: Caller,
-        name: str,
-        arguments: Mapping[str, Any],
-        persona_id: str | None,
-        source_channel_id: str | None,
-    ) -> ToolResult:
-        if name == SAVE:
-            args = parse_save_args(arguments)
-            request = MemorySaveRequest(
-                key=args.key,
-                value=args.value,
-                confidence=args.confidence,
-                persona_id=persona_id,
-                source_channel_id=source_channel_id,
-            )
-            try:
-                memory, created = self.save(caller, request)
-            except MemoryDisabled as exc:
-                return refused(name, "Memory is switched off", exc)
-            return ToolResult(
-                name=name,
-                ok=True,
-                text=save_result_text(memory, created),
-                memories=[memory],
-                created=created,
-            )
-        if name == RECALL:
-            rargs = parse_recall_args(arguments)
-            found = self.recall(
-                caller,
-                MemoryRecallQuery(
-                    query=rargs.query, max_results=rargs.max_results, persona_id=persona_id
-                ),
-            )
-            return ToolResult(name=name, ok=True, text=recall_result_text(found), memories=found)
-        raise NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
 
     # --- one memory ------------------------------------------------------------------------
     def get(self, caller: Caller, memory_id: str) -> Memory:
         ctx = context_for(caller)
-        return self._visible(caller, ctx, self._store.get(ctx, memory_id))
+        return self.core.visible(caller, ctx, self.core.store.get(ctx, memory_id))
 
     def update(
         self,
         caller: Caller,
         memory_id: str,
-        patch: MemoryPatchRequest,
+        patch: EditMemory,
         *,
         if_versions: frozenset[int] | None = None,
     ) -> Memory:
@@ -250,11 +184,11 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         before = self.get(caller, memory_id)
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins edit persona-scope memories")
-        after = self._store.update(
+        after = self.core.store.update(
             ctx,
             before.id,
-            self._embedded(before, change),
-            decided=self._decided(ctx, "update"),
+            self.core.embedded(before, change),
+            decided=self.core.decided(ctx, "update"),
             if_versions=if_versions,
         )
         if after is None:
@@ -269,8 +203,8 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         before = self.get(caller, memory_id)
         if before.scope is Scope.PERSONA and not ctx.elevated:
             raise Forbidden("only team admins delete persona-scope memories")
-        decided = self._decided(ctx, "delete")
-        if not self._store.delete(ctx, before.id, decided=decided, if_versions=if_versions):
+        decided = self.core.decided(ctx, "delete")
+        if not self.core.store.delete(ctx, before.id, decided=decided, if_versions=if_versions):
             raise NotFound("memory not found")
 
     def archive(
@@ -279,7 +213,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         """Archive one memory (not recalled until edited back); ``if_versions`` as ``update``."""
         return self._change(caller, memory_id, MemoryChange(status=Status.ARCHIVED), if_versions)
 
-    def list_memories(self, caller: Caller, query: MemoryListQuery | None = None) -> MemoryPage:
+    def list_memories(self, caller: Caller, query: ListMemories | None = None) -> MemoryPage:
         """One page of the memories visible to the caller, newest first, every status unless
         ``query.status`` says: a user sees their own ``user`` and ``persona_user`` memories
         and the ``persona`` memories of the personas open to their groups (proposals among
@@ -289,13 +223,13 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         The order is by creation, which never changes, so a memory that exists throughout a
         listing appears on exactly one page. ``next_cursor`` is signed for this caller and
         these filters (``engram.memories.cursors``)."""
-        query = query or MemoryListQuery()
+        query = query or ListMemories()
         ctx = context_for(caller)
         closed: tuple[str, ...] = ()
         if not ctx.elevated:
             closed = tuple(
                 p.persona_id
-                for p in self._personas.list_personas(ctx)
+                for p in self.core.personas.list_personas(ctx)
                 if not persona_allows(caller, p)
             )
         listing = (
@@ -309,8 +243,8 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
         )
         flt = MemoryFilter(
             team_id=caller.team_id,
-            scope=parse_scope(query.scope),
-            status=Status(query.status) if query.status else None,
+            scope=query.scope,
+            status=query.status,
             persona_id=query.persona_id,
             source_channel_id=query.source_channel_id,
             managed_by=caller.user_id if ctx.elevated else None,
@@ -318,7 +252,7 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
             exclude_personas=closed,
             limit=query.limit,
         )
-        return self._signed_page(ctx, flt, query.cursor, listing)
+        return self.core.signed_page(ctx, flt, query.cursor, listing)
 
     # --- the user's own data ----------------------------------------------------------------
     def export(self, caller: Caller) -> dict[str, Any]:
@@ -332,9 +266,9 @@ class MemoryService(ReviewPipeline, PersonaAdministration, BackgroundJobs):
             MemoryFilter(team_id=team, scope=Scope.PERSONA_USER, user_id=user),
             MemoryFilter(team_id=team, scope=Scope.PERSONA, source_user_id=user),
         ):
-            mine += list_all(self._store, ctx, flt)
+            mine += list_all(self.core.store, ctx, flt)
         return {"memories": [m.to_json_dict() for m in mine]}
 
     def erase(self, caller: Caller) -> dict[str, int]:
         ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
-        return self._store.erase_user(ctx, caller.user_id)
+        return self.core.store.erase_user(ctx, caller.user_id)

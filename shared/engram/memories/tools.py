@@ -1,118 +1,22 @@
-"""``memory_save`` / ``memory_recall``: JSON Schemas, provider formats, argument validation.
-
-Each format is the shape that provider's API takes in its list of tools, so a caller passes
-the list on unchanged: ``json_schema`` (``{name, description, parameters}``, the schemas
-themselves), ``openai_chat`` (Chat Completions: the definition nested under ``function``),
-``openai_responses`` (the Responses API: flat, with ``strict``), ``anthropic``
-(``input_schema``), ``bedrock`` (Converse's ``toolSpec`` with ``inputSchema.json``) and ``mcp``
-(an MCP ``Tool``: ``inputSchema`` and behaviour ``annotations``).
-"""
+"""``memory_save`` / ``memory_recall`` as a model reads their results: the text of a result,
+and what a refused call answers. Their arguments, JSON Schemas and provider formats are the
+edge's (``engram.api.tools``)."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar, get_args
+from typing import Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from engram.errors import EngramError, InvalidInput
+from engram.errors import EngramError, InvalidInput, MemoryDisabled, NotFound, QuotaExceeded
+from engram.identity import Caller
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.hint import sanitise
-from engram.memories.inputs import MemoryRecallArgs, MemorySaveArgs
 from engram.memories.models import KEY_MAX, VALUE_MAX, Memory, ToolResult
 
-M = TypeVar("M", bound=BaseModel)
-ToolFormat = Literal[
-    "json_schema", "openai_chat", "openai_responses", "anthropic", "bedrock", "mcp"
-]
-#: every format, in the order the docs list them
-TOOL_FORMATS: tuple[ToolFormat, ...] = get_args(ToolFormat)
 SAVE = "memory_save"
 RECALL = "memory_recall"
-#: each tool's arguments model: what it validates is what its JSON Schema says
-TOOL_ARGUMENTS: dict[str, type[BaseModel]] = {SAVE: MemorySaveArgs, RECALL: MemoryRecallArgs}
-_DESCRIPTIONS = {
-    SAVE: (
-        "Save a short fact about the user (or about this assistant's work with the user) "
-        "so it can be recalled in later conversations. Saving the same key again "
-        "replaces its value."
-    ),
-    RECALL: (
-        "Search the memories saved about the user. Any of the query's words may match; "
-        "an empty query returns the most confident, most recent memories."
-    ),
-}
-#: MCP tool annotations: recall only reads, saving a key again replaces its value, and both
-#: touch nothing but Engram's memories
-_MCP_ANNOTATIONS: dict[str, dict[str, bool]] = {
-    name: {
-        "readOnlyHint": name == RECALL,
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    }
-    for name in (SAVE, RECALL)
-}
-
-
-def _parameters(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema as a tool's parameters (no titles, no model description)."""
-    schema = model.model_json_schema()
-    for key in ("title", "description"):
-        schema.pop(key, None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    schema.setdefault("required", [])
-    return schema
-
-
-TOOL_SCHEMAS: tuple[dict[str, Any], ...] = tuple(
-    {"name": name, "description": _DESCRIPTIONS[name], "parameters": _parameters(model)}
-    for name, model in TOOL_ARGUMENTS.items()
-)
-
-
-def _render(fmt: ToolFormat, schema: dict[str, Any]) -> dict[str, Any]:
-    name, description, parameters = schema["name"], schema["description"], schema["parameters"]
-    if fmt == "json_schema":
-        return schema
-    if fmt == "openai_chat":
-        return {
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": parameters},
-        }
-    if fmt == "openai_responses":
-        # ``strict`` is required here; strict mode would need every property required
-        return {
-            "type": "function",
-            "name": name,
-            "description": description,
-            "parameters": parameters,
-            "strict": False,
-        }
-    if fmt == "anthropic":
-        return {"name": name, "description": description, "input_schema": parameters}
-    if fmt == "bedrock":
-        return {
-            "toolSpec": {
-                "name": name,
-                "description": description,
-                "inputSchema": {"json": parameters},
-            }
-        }
-    if fmt == "mcp":
-        return {
-            "name": name,
-            "description": description,
-            "inputSchema": parameters,
-            "annotations": dict(_MCP_ANNOTATIONS[name]),
-        }
-    raise InvalidInput("format", f"use one of {', '.join(TOOL_FORMATS)}")
-
-
-def tool_definitions(fmt: ToolFormat = "json_schema") -> list[dict[str, Any]]:
-    """The two tools in a provider's format (fresh copies; callers may mutate them)."""
-    return [_render(fmt, s) for s in copy.deepcopy(list(TOOL_SCHEMAS))]
 
 
 def invalid_from(exc: ValidationError, prefix: str = "") -> InvalidInput:
@@ -144,21 +48,8 @@ def refused(name: str, reason: str, exc: EngramError) -> ToolResult:
     )
 
 
-def _parse(model: type[M], arguments: object) -> M:
-    if not isinstance(arguments, dict):
-        raise InvalidInput("arguments", "must be a JSON object")
-    try:
-        return model.model_validate(arguments)
-    except ValidationError as exc:
-        raise invalid_from(exc) from None
-
-
-def parse_save_args(arguments: object) -> MemorySaveArgs:
-    return _parse(MemorySaveArgs, arguments)
-
-
-def parse_recall_args(arguments: object) -> MemoryRecallArgs:
-    return _parse(MemoryRecallArgs, arguments)
+def unknown_tool(name: str) -> NotFound:
+    return NotFound(f"unknown tool {name[:60]!r}; tools are {SAVE} and {RECALL}")
 
 
 def save_result_text(memory: Memory, created: bool) -> str:
@@ -177,3 +68,37 @@ def recall_result_text(memories: Sequence[Memory]) -> str:
         for m in memories
     ]
     return "\n".join(lines)
+
+
+class _Memories(Protocol):
+    def save(self, caller: Caller, command: SaveMemory) -> tuple[Memory, bool]: ...
+
+    def recall(self, caller: Caller, command: Recall) -> list[Memory]: ...
+
+
+class MemoryTools:
+    """A model's tool calls, as the commands their arguments gave (``engram.api.tools``):
+    ``memory_save`` is a save, ``memory_recall`` a recall, answered as a text the model reads."""
+
+    def __init__(self, memories: _Memories) -> None:
+        self._memories = memories
+
+    def execute(
+        self, caller: Caller, command: SaveMemory | Recall, *, errors_as_results: bool = False
+    ) -> ToolResult:
+        """The call's result; memory switched off is an ``ok=False`` text. With
+        ``errors_as_results``, a full quota (what the model can act on) is too, instead of an
+        exception; the caller's errors (persona not allowed, a store down) still raise."""
+        if isinstance(command, Recall):
+            found = self._memories.recall(caller, command)
+            return ToolResult(name=RECALL, ok=True, text=recall_result_text(found), memories=found)
+        try:
+            memory, created = self._memories.save(caller, command)
+        except MemoryDisabled as exc:
+            return refused(SAVE, "Memory is switched off", exc)
+        except QuotaExceeded as exc:
+            if not errors_as_results:
+                raise
+            return refused(SAVE, "Nothing was saved", exc)
+        text = save_result_text(memory, created)
+        return ToolResult(name=SAVE, ok=True, text=text, memories=[memory], created=created)

@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +58,8 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from engram import limits
+from engram.behaviour.commands import QueryAsked, RecordEvents, RecordObservations, ToolRan
 from engram.behaviour.emission import EmissionRules, observations_from_events
-from engram.behaviour.inputs import EventsRequest, ObservationsRequest
 from engram.behaviour.models import Observation
 from engram.clock import Clock, SystemClock
 from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
@@ -119,6 +119,24 @@ def _derived_ids(batch: str, count: int) -> list[str]:
     return [stream[i : i + 32] for i in range(0, 32 * count, 32)]
 
 
+def _event_body(event: QueryAsked | ToolRan) -> dict[str, Any]:
+    """An event as its request body gave it (camelCase, no ``null`` members): what the ids of
+    a request derive from."""
+    if isinstance(event, QueryAsked):
+        return {"kind": "query", "text": event.text}
+    body: dict[str, Any] = {
+        "kind": "tool",
+        "toolName": event.tool_name,
+        "ok": event.ok,
+        "durationMs": event.duration_ms,
+    }
+    if event.error is not None:
+        body["error"] = event.error
+    if event.result is not None:
+        body["result"] = event.result
+    return body
+
+
 class IngestService:
     def __init__(
         self,
@@ -169,7 +187,7 @@ class IngestService:
     def _queue(self, caller: Caller, observations: Sequence[Observation]) -> Accepted:
         return self._queue_items(caller, [observation_item(o) for o in observations])
 
-    def _queue_items(self, caller: Caller, items: Sequence[dict[str, Any]]) -> Accepted:
+    def _queue_items(self, caller: Caller, items: Sequence[Mapping[str, Any]]) -> Accepted:
         """Queue observations of ``caller`` (as ``observation_item`` gives them), all or none."""
         if self.limiter is not None and items:
             self.limiter.check(caller.identity_id, cost=len(items))
@@ -214,18 +232,22 @@ class IngestService:
         return claim.first_ms
 
     def accept_observations(
-        self, caller: Caller, request: ObservationsRequest, *, idempotency_key: str | None = None
+        self,
+        caller: Caller,
+        command: RecordObservations,
+        *,
+        idempotency_key: str | None = None,
     ) -> Accepted:
-        items = [observation.item() for observation in request.observations]
+        items = command.items
         now = self.clock.now_ms()
         for index, item in enumerate(items):
             created = item.get("createdAt")
             if created is not None:
                 self._check_created_at(index, created, now)
         batch = self._batch_id(caller, "observations", items, idempotency_key, now)
-        # the request model checked every field of every item (metadata per type included);
-        # what is added here is valid by construction (a derived hex id, the arrival time);
-        # the dump's own dicts are completed in place
+        # the edge checked every field of every item (metadata per type included); what is
+        # added here is valid by construction (a derived hex id, the arrival time); the
+        # command's own dicts are completed in place
         for item, derived in zip(items, _derived_ids(batch, len(items)), strict=True):
             if "id" not in item:
                 item["id"] = derived
@@ -242,13 +264,13 @@ class IngestService:
             raise InvalidInput(field, "is more than 5 minutes in the future")
 
     def accept_events(
-        self, caller: Caller, request: EventsRequest, *, idempotency_key: str | None = None
+        self, caller: Caller, command: RecordEvents, *, idempotency_key: str | None = None
     ) -> Accepted:
-        raw = [e.model_dump(by_alias=True, exclude_none=True) for e in request.events]
+        raw = [_event_body(e) for e in command.events]
         now = self.clock.now_ms()
         batch = self._batch_id(caller, "events", raw, idempotency_key, now)
         observations = observations_from_events(
-            caller.identity_id, request.events, now_ms=now, rules=self.rules, batch_id=batch
+            caller.identity_id, command.events, now_ms=now, rules=self.rules, batch_id=batch
         )
         return self._queue(caller, observations)
 

@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 from engram.behaviour.models import Fact
 from engram.behaviour.service import BehaviourContext, BehaviourService
 from engram.identity import Caller
+from engram.memories.commands import Recall
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
-from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory
 from engram.memories.service import HINT_RECALL_LIMIT, MemoryService
 
@@ -107,7 +107,7 @@ class SessionService:
 
     def _recall(self, caller: Caller, persona_id: str | None, query: str | None) -> Recalled:
         """The hint's memories and, with a query, the query's: behind one access check."""
-        top_query = MemoryRecallQuery(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
+        top_query = Recall(max_results=HINT_RECALL_LIMIT, persona_id=persona_id)
         if not query:
             (top,) = self._memories().recall_each(caller, [top_query])
             return Recalled(memories=top[:SESSION_MEMORIES], hint=self._hint(top))
@@ -115,7 +115,7 @@ class SessionService:
             caller,
             [
                 top_query,
-                MemoryRecallQuery(query=query, max_results=SESSION_MEMORIES, persona_id=persona_id),
+                Recall(query=query, max_results=SESSION_MEMORIES, persona_id=persona_id),
             ],
         )
         return Recalled(memories=found, hint=self._hint(top))

@@ -13,11 +13,11 @@ answer says ``behaviour:unavailable`` — ranking never fails because Redis does
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engram.behaviour.affinity import BOOST_FACTOR, RankedTool, extract_tool_affinities
 from engram.behaviour.affinity import rank_candidates as _rank
+from engram.behaviour.commands import RankTools
 from engram.behaviour.service import BehaviourService
 from engram.errors import Unavailable
 from engram.identity import Caller
@@ -33,10 +33,10 @@ class ToolRanking:
     degraded: list[str] = field(default_factory=list)
 
 
-def rank_tools(
-    behaviour: BehaviourService, caller: Caller, candidates: Sequence[tuple[str, float]]
-) -> ToolRanking:
-    """``(name, score)`` candidates, best first, with the affinity used for each."""
+def rank_tools(behaviour: BehaviourService, caller: Caller, command: RankTools) -> ToolRanking:
+    """The command's ``(name, score)`` candidates, best first, with the affinity used for
+    each."""
+    candidates = command.candidates
     try:
         affinities = extract_tool_affinities(behaviour.list_facts(caller.identity_id))
     except Unavailable:

@@ -13,9 +13,10 @@ from typing import Any
 import jsonschema
 from tests.integration.events.conftest import World
 
+from engram.api.memory_inputs import TeamSettingsRequest
 from engram.clock import MS_PER_DAY
 from engram.events.models import EVENT_TYPES
-from engram.memories.inputs import MemoryPatchRequest, MemorySaveRequest, TeamSettingsRequest
+from engram.memories.commands import EditMemory, SaveMemory
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "events.md"
 
@@ -34,27 +35,29 @@ def documented_schemas() -> dict[str, dict[str, Any]]:
 def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) -> None:
     m = world.container.memories
     alice, admin = world.caller("alice"), world.caller("root", admin=True)
-    saved, _ = m.save(alice, MemorySaveRequest(key=KEYS[0], value=VALUES[0]))
-    m.save(alice, MemorySaveRequest(key=KEYS[0], value=VALUES[4]))  # same key: an update
-    m.update(alice, saved.id, MemoryPatchRequest(value=VALUES[1]))
-    approved = m.propose("acme", "alice", None, KEYS[1], VALUES[1], 0.8, "conv-1")
-    rejected = m.propose("acme", "alice", None, KEYS[2], VALUES[2], 0.8, "conv-1")
+    saved, _ = m.save(alice, SaveMemory(key=KEYS[0], value=VALUES[0]))
+    m.save(alice, SaveMemory(key=KEYS[0], value=VALUES[4]))  # same key: an update
+    m.update(alice, saved.id, EditMemory(value=VALUES[1]))
+    approved = m.jobs.propose("acme", "alice", None, KEYS[1], VALUES[1], 0.8, "conv-1")
+    rejected = m.jobs.propose("acme", "alice", None, KEYS[2], VALUES[2], 0.8, "conv-1")
     assert approved is not None
     assert rejected is not None
-    m.approve(admin, approved.id)
-    m.reject(admin, rejected.id)
-    other, _ = m.save(alice, MemorySaveRequest(key=KEYS[3], value=VALUES[3]))
+    m.review.approve(admin, approved.id)
+    m.review.reject(admin, rejected.id)
+    other, _ = m.save(alice, SaveMemory(key=KEYS[3], value=VALUES[3]))
     m.delete(alice, other.id)
-    m.put_team_settings(
+    m.personas.put_team_settings(
         admin,
         TeamSettingsRequest.model_validate(
             {"memoryEnabled": True, "retention": {"archiveAfterDays": 30}}
-        ),
+        ).command(),
     )
     bob = world.caller("bob")
-    old, _ = m.save(bob, MemorySaveRequest(key=KEYS[4], value=VALUES[4]))
+    old, _ = m.save(bob, SaveMemory(key=KEYS[4], value=VALUES[4]))
     world.clock.advance(days=31)
-    assert m.apply_retention("acme", archive_after_days=30, delete_archived_after_days=None) == {
+    assert m.jobs.apply_retention(
+        "acme", archive_after_days=30, delete_archived_after_days=None
+    ) == {
         "archived": 3,  # bob's, and alice's two active ones
         "deleted": 0,
     }
@@ -123,11 +126,13 @@ def _of(delivered: list[dict[str, Any]], field: str, value: str) -> list[dict[st
 
 def test_retention_deletes_publish_memory_deleted(world: World) -> None:
     m = world.container.memories
-    memory, _ = m.save(world.caller("alice"), MemorySaveRequest(key="k", value="v"))
+    memory, _ = m.save(world.caller("alice"), SaveMemory(key="k", value="v"))
     world.clock.advance(days=2)
-    m.apply_retention("acme", archive_after_days=1, delete_archived_after_days=None)
+    m.jobs.apply_retention("acme", archive_after_days=1, delete_archived_after_days=None)
     world.clock.advance(ms=3 * MS_PER_DAY)
-    assert m.apply_retention("acme", archive_after_days=None, delete_archived_after_days=1) == {
+    assert m.jobs.apply_retention(
+        "acme", archive_after_days=None, delete_archived_after_days=1
+    ) == {
         "archived": 0,
         "deleted": 1,
     }
@@ -144,10 +149,10 @@ def test_a_rejected_row_replaced_by_a_new_value_of_its_key_publishes_its_deletio
     world: World,
 ) -> None:
     m = world.container.memories
-    first = m.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
+    first = m.jobs.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
     assert first is not None
-    m.reject(world.caller("root", admin=True), first.id)
-    again = m.propose("acme", "alice", None, "editor", "helix", 0.8, "conv-2")
+    m.review.reject(world.caller("root", admin=True), first.id)
+    again = m.jobs.propose("acme", "alice", None, "editor", "helix", 0.8, "conv-2")
     assert again is not None
     world.relay().drain()
     details = world.bridge.details()
@@ -171,10 +176,10 @@ def test_a_save_over_a_rejected_key_publishes_its_deletion_then_the_new_memory(
     the outbox row."""
     m = world.container.memories
     admin = world.caller("root", admin=True)
-    proposed = m.propose("acme", "alice", None, "k-hobby", "v-chess", 0.8, "conv-1")
+    proposed = m.jobs.propose("acme", "alice", None, "k-hobby", "v-chess", 0.8, "conv-1")
     assert proposed is not None
-    m.reject(admin, proposed.id)
-    saved, created = m.save(world.caller("alice"), MemorySaveRequest(key="k-hobby", value="v-go"))
+    m.review.reject(admin, proposed.id)
+    saved, created = m.save(world.caller("alice"), SaveMemory(key="k-hobby", value="v-go"))
     assert created
     assert saved.id != proposed.id
     world.relay().drain()

@@ -21,7 +21,7 @@ from engram.adapters.postgres.pool import Database
 from engram.bootstrap import set_container
 from engram.events.relay import backoff_ms
 from engram.local.app import build_app
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.settings import Settings
 
 
@@ -70,7 +70,7 @@ def test_a_webhook_that_fails_is_retried_with_the_same_event_id(
     world: World, tmp_path: Path
 ) -> None:
     path = tmp_path / "events.jsonl"
-    world.container.memories.save(world.caller("alice"), MemorySaveRequest(key="k", value="v"))
+    world.container.memories.save(world.caller("alice"), SaveMemory(key="k", value="v"))
     with Webhook([500]) as hook:
         relay = world.relay(bus=JsonlBus(path, webhook_url=hook.url))
         assert relay.drain().refused == 1
@@ -118,7 +118,7 @@ def test_engram_serve_publishes_committed_changes_to_the_jsonl_file(
     from engram.identity import Caller
 
     alice = Caller(user_id="alice", team_id="acme")
-    memory, _ = app.container.memories.save(alice, MemorySaveRequest(key="k", value="v"))
+    memory, _ = app.container.memories.save(alice, SaveMemory(key="k", value="v"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not lines(path):
         time.sleep(0.05)

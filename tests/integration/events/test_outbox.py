@@ -18,7 +18,7 @@ from tests.integration.events.conftest import World
 from engram.errors import Forbidden, QuotaExceeded
 from engram.events.ports import OutboxEntry, PutResult
 from engram.events.relay import backoff_ms
-from engram.memories.inputs import MemoryPatchRequest, MemorySaveRequest
+from engram.memories.commands import EditMemory, SaveMemory
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -29,14 +29,12 @@ class Crash(BaseException):
 
 
 def save(world: World, user: str, key: str, value: str = "v") -> str:
-    memory, _ = world.container.memories.save(
-        world.caller(user), MemorySaveRequest(key=key, value=value)
-    )
+    memory, _ = world.container.memories.save(world.caller(user), SaveMemory(key=key, value=value))
     return memory.id
 
 
 def edit(world: World, user: str, memory_id: str, value: str) -> None:
-    world.container.memories.update(world.caller(user), memory_id, MemoryPatchRequest(value=value))
+    world.container.memories.update(world.caller(user), memory_id, EditMemory(value=value))
 
 
 def event_ids(world: World) -> list[str]:
@@ -66,9 +64,9 @@ def test_a_change_whose_transaction_fails_after_the_outbox_insert_publishes_noth
     # a quota refusal is raised after the row and its event were written: both roll back
     store = world.container.memory_store
     quota = MemoryService(store, store, settings=Settings(max_memories_per_user=1))
-    quota.save(world.caller("alice"), MemorySaveRequest(key="first", value="v"))
+    quota.save(world.caller("alice"), SaveMemory(key="first", value="v"))
     with pytest.raises(QuotaExceeded):
-        quota.save(world.caller("alice"), MemorySaveRequest(key="second", value="v"))
+        quota.save(world.caller("alice"), SaveMemory(key="second", value="v"))
     # and any failure after the outbox insert: a trigger refusing the next event row
     world.sql(
         "CREATE FUNCTION refuse_event() RETURNS trigger LANGUAGE plpgsql AS"

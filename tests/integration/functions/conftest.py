@@ -125,7 +125,7 @@ class Stack:
 
     def proposed(self, key: str, value: str, confidence: float = 0.8) -> Memory:
         """A memory proposed for alice of acme from a conversation: pending review."""
-        memory = self.container.memories.propose(
+        memory = self.container.memories.jobs.propose(
             "acme", "alice", None, key, value, confidence, "conv-1"
         )
         assert memory is not None

@@ -117,7 +117,9 @@ def test_review_pages_with_limit_and_cursor(stack: Stack) -> None:
     memories = stack.container.memories
     keys = [f"k{i}" for i in range(5)]
     for key in keys:
-        assert memories.propose("acme", "alice", None, key, f"value {key}", 0.8, "c1") is not None
+        assert (
+            memories.jobs.propose("acme", "alice", None, key, f"value {key}", 0.8, "c1") is not None
+        )
     seen: list[str] = []
     cursor: str | None = None
     pages = 0

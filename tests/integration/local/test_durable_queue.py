@@ -269,7 +269,9 @@ def test_an_ingest_request_is_one_send_and_one_commit_on_disk(tmp_path: Path) ->
     )
     item = {"type": "tool_success", "content": "ok", "metadata": {"toolName": "t", "durationMs": 1}}
     request = ObservationsRequest.model_validate({"observations": [item] * 100})
-    accepted = ingest.accept_observations(Caller(user_id="alice", team_id="acme"), request)
+    accepted = ingest.accept_observations(
+        Caller(user_id="alice", team_id="acme"), request.command()
+    )
     assert calls == [1]  # one queue call carrying one message
     assert statements.count("COMMIT") == 1  # one commit, before the 202
     queue.store.close()  # as if killed: what was committed is on disk

@@ -11,8 +11,9 @@ from typing import Any
 from functions.maintenance import handler as maintenance_fn
 from tests.integration.maintenance.conftest import World
 
+from engram.api.memory_inputs import PersonaRequest
 from engram.local.lambda_context import FakeLambdaContext
-from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, PersonaRequest
+from engram.memories.commands import Approve, EditMemory
 from engram.memories.models import Memory, Scope, Status
 
 PERSONA = "helpdesk"
@@ -28,7 +29,7 @@ def run_frequent(world: World) -> dict[str, Any]:
 
 
 def pending(world: World) -> dict[str, Memory]:
-    page = world.container.memories.list_pending(world.caller("boss", admin=True))
+    page = world.container.memories.review.list_pending(world.caller("boss", admin=True))
     return {m.value: m for m in page.memories}
 
 
@@ -56,7 +57,9 @@ def scan_every_table(world: World, needle: str) -> dict[str, int]:
 def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: World) -> None:
     memories = world.container.memories
     boss = world.caller("boss", admin=True)
-    memories.put_persona(boss, PERSONA, PersonaRequest(extraction={"enabled": True}))
+    memories.personas.put_persona(
+        boss, PersonaRequest(extraction={"enabled": True}).command(PERSONA)
+    )
     world.transcript(
         "alice",
         ALICE_CONVERSATION,
@@ -81,17 +84,15 @@ def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: Wor
     cancel = learnt["Users ask how to cancel their subscription"]
     invoices = learnt["Users ask how to merge two invoices"]
     # approved and edited, approved then deleted (remembered, audited), rejected
-    memories.approve(
-        boss, royalty.id, ApproveRequest(value="Users ask how to export royalty statements")
+    memories.review.approve(
+        boss, royalty.id, Approve(value="Users ask how to export royalty statements")
     )
-    memories.update(
-        boss, royalty.id, MemoryPatchRequest(value="Users export royalty statements as PDF")
-    )
-    memories.approve(boss, password.id)
+    memories.update(boss, royalty.id, EditMemory(value="Users export royalty statements as PDF"))
+    memories.review.approve(boss, password.id)
     memories.delete(boss, password.id)
-    assert memories.reject(boss, cancel.id).status is Status.REJECTED
-    memories.approve(boss, invoices.id)
-    memories.approve(boss, found["Prefers dark mode"].id)
+    assert memories.review.reject(boss, cancel.id).status is Status.REJECTED
+    memories.review.approve(boss, invoices.id)
+    memories.review.approve(boss, found["Prefers dark mode"].id)
     assert memories.get(world.caller("bob"), royalty.id).status is Status.ACTIVE  # the team's
 
     exported = world.container.me.export(world.caller("alice")).memories
@@ -115,7 +116,7 @@ def test_erasure_after_persona_extraction_leaves_no_trace_of_the_user(world: Wor
         "SELECT value, source_channel_id, status FROM memories WHERE scope = 'persona'"
     )
     assert (value, source, status) == (invoices.value, "conv-bob-1", "active")
-    assert [a.action for a in memories.history(boss, invoices.id)] == ["approve"]
+    assert [a.action for a in memories.review.history(boss, invoices.id)] == ["approve"]
     assert world.sql("SELECT count(*) FROM review_actions") == [(1,)]
 
     # alice comes back: the same question is learnt again (nothing of her is remembered)

@@ -12,8 +12,8 @@ from tests.support.services import RedisTarget
 
 from engram.extraction import ExtractionResult, Proposal, ProposalScope, TranscriptJob
 from engram.local.lambda_context import FakeLambdaContext
+from engram.memories.commands import Recall
 from engram.memories.hint import CLOSE_TAG, OPEN_TAG
-from engram.memories.inputs import MemoryRecallQuery
 from engram.memories.models import Memory, Status
 
 
@@ -24,7 +24,7 @@ def redis_target(standalone_redis: RedisTarget) -> RedisTarget:
 
 
 def pending(world: World, team: str = "acme") -> dict[str, Memory]:
-    page = world.container.memories.list_pending(world.caller("boss", team, admin=True))
+    page = world.container.memories.review.list_pending(world.caller("boss", team, admin=True))
     return {m.key: m for m in page.memories}
 
 
@@ -64,9 +64,9 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
     boss = world.caller("boss", admin=True)
     assert memories.build_hint(alice) == ""  # pending memories are not recalled
 
-    memories.approve(boss, found["preferred editor"].id)
-    memories.reject(boss, found["preference dark mode"].id)
-    recalled = memories.recall(alice, MemoryRecallQuery(query="editor"))
+    memories.review.approve(boss, found["preferred editor"].id)
+    memories.review.reject(boss, found["preference dark mode"].id)
+    recalled = memories.recall(alice, Recall(query="editor"))
     assert [(m.key, m.value) for m in recalled] == [("preferred editor", "vim")]
     assert 'preferred editor: "vim"' in memories.build_hint(alice)
 
@@ -86,11 +86,11 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
     assert again["release"].source_channel_id == "conv-2"
     rejected = memories.get(alice, found["preference dark mode"].id)
     assert rejected.status is Status.REJECTED  # kept, so the same value never returns
-    trail = memories.history(boss, rejected.id)  # a proposal: the reviewers' to read
+    trail = memories.review.history(boss, rejected.id)  # a proposal: the reviewers' to read
     assert [(a.action, a.actor_id) for a in trail] == [("reject", "boss")]
-    assert [
-        (m.key, m.value) for m in memories.recall(alice, MemoryRecallQuery(query="editor"))
-    ] == [("preferred editor", "vim")]
+    assert [(m.key, m.value) for m in memories.recall(alice, Recall(query="editor"))] == [
+        ("preferred editor", "vim")
+    ]
 
 
 def test_prompt_injection_yields_no_instruction_memory(world: World) -> None:
@@ -106,7 +106,7 @@ def test_prompt_injection_yields_no_instruction_memory(world: World) -> None:
     assert all("ignore previous" not in (k + m.value).lower() for k, m in found.items())
     assert set(found) == {"name"}  # the harmless statement of that message is kept
     for memory in found.values():
-        world.container.memories.approve(world.caller("boss", admin=True), memory.id)
+        world.container.memories.review.approve(world.caller("boss", admin=True), memory.id)
     hint = world.container.memories.build_hint(world.caller("alice"))
     assert 'name: "Alice"' in hint
     assert "ignore previous" not in hint.lower()
@@ -138,7 +138,7 @@ def test_an_injection_that_gets_through_renders_as_quoted_data(world: World) -> 
     world.run(schedule="frequent", extractor_override=CredulousExtractor())
     found = pending(world)
     assert set(found) == {"note"}  # stored for review: an admin sees what the model proposed
-    world.container.memories.approve(world.caller("boss", admin=True), found["note"].id)
+    world.container.memories.review.approve(world.caller("boss", admin=True), found["note"].id)
     hint = world.container.memories.build_hint(world.caller("alice"))
     lines = hint.splitlines()
     assert lines.count(OPEN_TAG) == 1

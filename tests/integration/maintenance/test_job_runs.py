@@ -10,7 +10,7 @@ from tests.integration.maintenance.conftest import DAY, T0, Ticking, World
 from engram.adapters.postgres.retention import PostgresRetentionPolicies
 from engram.behaviour.models import Observation, ObservationType
 from engram.maintenance import MaintenanceConfig, MaintenanceReport
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.ports import AccessContext
 
 MUTATIONS = {
@@ -93,16 +93,16 @@ def seed(world: World) -> None:
     behaviour.record("acme:dave", [observation("acme:dave", T0 - 60 * DAY)])
     behaviour.consolidate("acme:dave")
     # explicit memories under a team retention policy
-    memories.save(world.caller("alice"), MemorySaveRequest(key="editor", value="vim"))
+    memories.save(world.caller("alice"), SaveMemory(key="editor", value="vim"))
     world.clock.set(T0 - 2 * DAY)
-    memories.save(world.caller("alice"), MemorySaveRequest(key="shell", value="zsh"))
+    memories.save(world.caller("alice"), SaveMemory(key="shell", value="zsh"))
     PostgresRetentionPolicies(world.container.database).set_policy(
         AccessContext(team_id="acme", user_id="boss", elevated=True),
         archive_after_days=10,
         delete_archived_after_days=30,
     )
     # erin is erased; an observation from before the erasure arrives late
-    memories.save(world.caller("erin"), MemorySaveRequest(key="city", value="Lyon"))
+    memories.save(world.caller("erin"), SaveMemory(key="city", value="Lyon"))
     world.container.me.erase(world.caller("erin"))
     behaviour.record("acme:erin", [observation("acme:erin", T0 - 3 * DAY)])
     world.clock.set(T0)

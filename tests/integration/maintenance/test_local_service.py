@@ -53,7 +53,7 @@ def test_transcript_route_then_scheduled_hook(
 
         assert app.container is not None
         boss = Caller(user_id="boss", team_id="acme", is_team_admin=True)
-        pending = app.container.memories.list_pending(boss).memories
+        pending = app.container.memories.review.list_pending(boss).memories
         assert [(m.key, m.value, m.source_channel_id) for m in pending] == [
             ("preferred editor", "helix", "conv-7")
         ]

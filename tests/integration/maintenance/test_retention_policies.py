@@ -9,12 +9,13 @@ from tests.unit.maintenance.fakes import FakeState
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.retention import PostgresRetentionPolicies
 from engram.adapters.postgres.store import PostgresMemoryStore
+from engram.api.memory_inputs import PersonaRequest, TeamSettingsRequest
 from engram.clock import FakeClock
 from engram.errors import Forbidden, InvalidInput
 from engram.identity import Caller
 from engram.maintenance import MaintenanceJob
 from engram.maintenance.bridges import MemoryStoreMaintenance
-from engram.memories.inputs import MemorySaveRequest, PersonaRequest, TeamSettingsRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.models import Status
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
@@ -65,15 +66,16 @@ def test_policy_writes_keep_the_other_settings(db: Database) -> None:
     store = PostgresMemoryStore(db, clock)
     service = MemoryService(store, store, settings=Settings(), clock=clock)
     boss = Caller(user_id="boss", team_id="t1", is_team_admin=True)
-    service.put_persona(
+    service.personas.put_persona(
         boss,
-        "p1",
-        PersonaRequest.model_validate({"memoryEnabled": False, "extraction": {"enabled": True}}),
+        PersonaRequest.model_validate(
+            {"memoryEnabled": False, "extraction": {"enabled": True}}
+        ).command("p1"),
     )
-    service.put_team_settings(boss, TeamSettingsRequest(memory_enabled=False))
+    service.personas.put_team_settings(boss, TeamSettingsRequest(memory_enabled=False).command())
     PostgresRetentionPolicies(db).set_policy(admin("t1"), persona_id="p1", archive_after_days=9)
     PostgresRetentionPolicies(db).set_policy(admin("t1"), archive_after_days=9)
-    persona = service.persona_settings("t1", "p1")
+    persona = service.personas.persona_settings("t1", "p1")
     assert (persona.memory_enabled, persona.extraction.enabled) == (False, True)
     assert store.get_team_settings(admin("t1")) is not None
     assert not store.get_team_settings(admin("t1")).memory_enabled  # type: ignore[union-attr]
@@ -86,22 +88,18 @@ def test_the_job_applies_team_and_persona_policies(db: Database) -> None:
     policies = PostgresRetentionPolicies(db, clock=clock)
     u1 = Caller(user_id="u1", team_id="t1")
     u2 = Caller(user_id="u2", team_id="t2")
-    old_user, _ = service.save(u1, MemorySaveRequest(key="editor", value="vim"))
-    old_persona, _ = service.save(
-        u2, MemorySaveRequest(key="tone", value="formal", persona_id="p1")
-    )
-    other_persona, _ = service.save(
-        u2, MemorySaveRequest(key="tone", value="brief", persona_id="p9")
-    )
+    old_user, _ = service.save(u1, SaveMemory(key="editor", value="vim"))
+    old_persona, _ = service.save(u2, SaveMemory(key="tone", value="formal", persona_id="p1"))
+    other_persona, _ = service.save(u2, SaveMemory(key="tone", value="brief", persona_id="p9"))
     clock.advance(days=20)
-    fresh, _ = service.save(u1, MemorySaveRequest(key="shell", value="zsh"))
+    fresh, _ = service.save(u1, SaveMemory(key="shell", value="zsh"))
     policies.set_policy(admin("t1"), archive_after_days=10, delete_archived_after_days=15)
     policies.set_policy(admin("t2"), persona_id="p1", archive_after_days=10)
 
     job = MaintenanceJob(
         clock=clock,
         state=FakeState(),
-        memories=MemoryStoreMaintenance(service, store),
+        memories=MemoryStoreMaintenance(service.jobs, store),
         policies=policies,
     )
     report = job.run(remaining_ms=60_000)

@@ -16,7 +16,7 @@ from engram.adapters.postgres.retention import PostgresRetentionPolicies
 from engram.adapters.transcript_queue import SqsTranscriptQueue
 from engram.bootstrap import Container
 from engram.local.lambda_context import FakeLambdaContext
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.ports import AccessContext
 from engram.settings import Settings
 
@@ -24,7 +24,7 @@ from engram.settings import Settings
 def test_frequent_runs_skip_retention_daily_and_local_runs_include_it(world: World) -> None:
     memories = world.container.memories
     world.clock.advance(days=-30)
-    memories.save(world.caller("alice"), MemorySaveRequest(key="editor", value="vim"))
+    memories.save(world.caller("alice"), SaveMemory(key="editor", value="vim"))
     world.clock.advance(days=30)
     PostgresRetentionPolicies(world.container.database).set_policy(
         AccessContext(team_id="acme", user_id="boss", elevated=True), archive_after_days=7
@@ -68,9 +68,7 @@ def test_redis_down_the_run_fails_soft_and_postgres_tasks_go_on(
     report); retention, the erasure backstop of memories and extraction (erasure log on
     PostgreSQL) still run."""
     world.clock.advance(days=-30)
-    world.container.memories.save(
-        world.caller("alice"), MemorySaveRequest(key="editor", value="vim")
-    )
+    world.container.memories.save(world.caller("alice"), SaveMemory(key="editor", value="vim"))
     world.clock.advance(days=30)
     PostgresRetentionPolicies(world.container.database).set_policy(
         AccessContext(team_id="acme", user_id="boss", elevated=True), archive_after_days=7

@@ -13,17 +13,17 @@ from tests.integration.memories.conftest import Backend
 from tests.integration.memories.service_callers import ADMIN, ADMIN2, ALICE, ALICE_T2, BOB
 from tests.support.concurrency import race
 
-from engram.errors import Forbidden, InvalidInput, NotFound, PreconditionFailed
-from engram.identity import Caller
-from engram.memories.inputs import (
+from engram.api.memory_inputs import (
     BulkReviewRequest,
     MemoryListQuery,
-    MemoryPatchRequest,
     MemorySaveRequest,
     PersonaRequest,
     TeamSettingsRequest,
 )
-from engram.memories.models import Memory, MemoryPage, Status
+from engram.errors import Forbidden, InvalidInput, NotFound, PreconditionFailed
+from engram.identity import Caller
+from engram.memories.commands import BulkReview, EditMemory, ListMemories
+from engram.memories.models import Memory, MemoryPage, Scope, Status
 from engram.memories.service import MemoryService
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def every_page(svc: MemoryService, caller: Caller, **query: Any) -> list[Memory]
     out: list[Memory] = []
     cursor = None
     while True:
-        page = svc.list_memories(caller, MemoryListQuery(**query, cursor=cursor))
+        page = svc.list_memories(caller, MemoryListQuery(**query, cursor=cursor).command())
         out += page.memories
         if page.next_cursor is None:
             return out
@@ -41,7 +41,7 @@ def every_page(svc: MemoryService, caller: Caller, **query: Any) -> list[Memory]
 
 
 def save(svc: MemoryService, caller: Caller, key: str, value: str, **kw: Any) -> Memory:
-    return svc.save(caller, MemorySaveRequest(key=key, value=value, **kw))[0]
+    return svc.save(caller, MemorySaveRequest(key=key, value=value, **kw).command())[0]
 
 
 # --- listing ---------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_250_memories_in_pages_of_50_while_others_are_saved_and_deleted(
     worker.start()
     try:
         while True:
-            page = svc.list_memories(ALICE, MemoryListQuery(limit=50, cursor=cursor))
+            page = svc.list_memories(ALICE, ListMemories(limit=50, cursor=cursor))
             pages += 1
             assert len(page.memories) <= 50
             seen += [m.id for m in page.memories]
@@ -90,7 +90,7 @@ def test_250_memories_in_pages_of_50_while_others_are_saved_and_deleted(
                 svc.delete(ALICE, doomed.pop(0))
             unseen = sorted(throughout - set(seen))
             if unseen:
-                svc.update(ALICE, unseen[0], MemoryPatchRequest(value=f"edited {pages}"))
+                svc.update(ALICE, unseen[0], EditMemory(value=f"edited {pages}"))
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
@@ -105,8 +105,8 @@ def test_250_memories_in_pages_of_50_while_others_are_saved_and_deleted(
 
 def test_listing_shows_only_what_the_caller_may_see(backend: Backend) -> None:
     svc = backend.service()
-    svc.put_persona(ADMIN, "chef", PersonaRequest(allowed_groups=["cooks"]))
-    svc.put_persona(ADMIN, "vault", PersonaRequest(allowed_groups=["sales"]))
+    svc.personas.put_persona(ADMIN, PersonaRequest(allowed_groups=["cooks"]).command("chef"))
+    svc.personas.put_persona(ADMIN, PersonaRequest(allowed_groups=["sales"]).command("vault"))
     mine = save(svc, ALICE, "editor", "vim")
     mine_chef = save(svc, ALICE, "dish", "soup", persona_id="chef")
     bobs = save(svc, BOB, "editor", "emacs")
@@ -114,9 +114,11 @@ def test_listing_shows_only_what_the_caller_may_see(backend: Backend) -> None:
         svc, ADMIN, "policy", "tips go to the kitchen", persona_id="chef", scope="persona"
     )
     vault = save(svc, ADMIN, "code", "1234", persona_id="vault", scope="persona")
-    learnt_from_bob = svc.propose("t1", "bob", "bar", "bob said", "x", 0.8, "c9", "persona")
-    learnt_from_alice = svc.propose("t1", "alice", "chef", "alice said", "y", 0.8, "c8", "persona")
-    pending_of_alice = svc.propose("t1", "alice", None, "likes", "tea", 0.7, "c8")
+    learnt_from_bob = svc.jobs.propose("t1", "bob", "bar", "bob said", "x", 0.8, "c9", "persona")
+    learnt_from_alice = svc.jobs.propose(
+        "t1", "alice", "chef", "alice said", "y", 0.8, "c8", "persona"
+    )
+    pending_of_alice = svc.jobs.propose("t1", "alice", None, "likes", "tea", 0.7, "c8")
     assert learnt_from_bob
     assert learnt_from_alice
     assert pending_of_alice
@@ -145,12 +147,12 @@ def test_a_persona_closed_to_the_user_still_lists_their_own_persona_user_memorie
     """Closing a persona to a user's groups hides the persona's shared memories from them,
     never the memories they own: My memory lists what export and erasure cover."""
     svc = backend.service()
-    svc.put_persona(ADMIN, "chef", PersonaRequest(allowed_groups=["cooks"]))
+    svc.personas.put_persona(ADMIN, PersonaRequest(allowed_groups=["cooks"]).command("chef"))
     own = save(svc, ALICE, "dish", "soup", persona_id="chef")
     shared = save(svc, ADMIN, "policy", "tips", persona_id="chef", scope="persona")
     assert {m.id for m in every_page(svc, ALICE)} == {own.id, shared.id}
 
-    svc.put_persona(ADMIN, "chef", PersonaRequest(allowed_groups=["waiters"]))
+    svc.personas.put_persona(ADMIN, PersonaRequest(allowed_groups=["waiters"]).command("chef"))
     assert {m.id for m in every_page(svc, ALICE)} == {own.id}
     assert {m.id for m in every_page(svc, ALICE, persona_id="chef")} == {own.id}
     assert {m.id for m in every_page(svc, ALICE, scope="persona")} == set()
@@ -182,8 +184,8 @@ def test_provenance_is_exactly_the_callers_visible_memories_of_that_conversation
     save(svc, ALICE, "drink", "tea", source_channel_id="conv-2")
     save(svc, BOB, "editor", "emacs", source_channel_id="conv-1")  # another user, same id
     save(svc, BOB, "dish", "stew", persona_id="chef", source_channel_id="conv-1")
-    bob_learnt = svc.propose("t1", "bob", "chef", "bob said", "x", 0.8, "conv-1", "persona")
-    a3 = svc.propose("t1", "alice", None, "likes", "jazz", 0.8, "conv-1")
+    bob_learnt = svc.jobs.propose("t1", "bob", "chef", "bob said", "x", 0.8, "conv-1", "persona")
+    a3 = svc.jobs.propose("t1", "alice", None, "likes", "jazz", 0.8, "conv-1")
     assert bob_learnt
     assert a3
 
@@ -198,14 +200,14 @@ def test_a_cursor_works_only_for_its_own_listing(backend: Backend) -> None:
     svc = backend.service()
     for i in range(3):
         save(svc, ALICE, f"k{i}", "v")
-    page = svc.list_memories(ALICE, MemoryListQuery(limit=1))
+    page = svc.list_memories(ALICE, ListMemories(limit=1))
     assert page.next_cursor is not None
-    nxt = svc.list_memories(ALICE, MemoryListQuery(limit=1, cursor=page.next_cursor))
+    nxt = svc.list_memories(ALICE, ListMemories(limit=1, cursor=page.next_cursor))
     assert [m.id for m in nxt.memories] != [m.id for m in page.memories]
     for caller, query in (
-        (ALICE, MemoryListQuery(limit=1, scope="user", cursor=page.next_cursor)),  # other filter
-        (BOB, MemoryListQuery(limit=1, cursor=page.next_cursor)),  # another user
-        (ALICE, MemoryListQuery(limit=1, cursor=page.next_cursor[:-2] + "AA")),  # tampered
+        (ALICE, ListMemories(limit=1, scope=Scope.USER, cursor=page.next_cursor)),  # other filter
+        (BOB, ListMemories(limit=1, cursor=page.next_cursor)),  # another user
+        (ALICE, ListMemories(limit=1, cursor=page.next_cursor[:-2] + "AA")),  # tampered
     ):
         with pytest.raises(InvalidInput) as err:
             svc.list_memories(caller, query)
@@ -216,7 +218,7 @@ def test_a_listing_ends_with_no_cursor(backend: Backend) -> None:
     svc = backend.service()
     assert svc.list_memories(ALICE) == MemoryPage(memories=[], next_cursor=None)
     save(svc, ALICE, "k", "v")
-    page = svc.list_memories(ALICE, MemoryListQuery(limit=1))
+    page = svc.list_memories(ALICE, ListMemories(limit=1))
     assert len(page.memories) == 1
     assert page.next_cursor is None
 
@@ -224,24 +226,26 @@ def test_a_listing_ends_with_no_cursor(backend: Backend) -> None:
 # --- personas and team settings ------------------------------------------------------------
 def test_admins_list_their_teams_personas_and_read_team_settings(backend: Backend) -> None:
     svc = backend.service()
-    svc.put_persona(ADMIN, "waiter", PersonaRequest(allowed_groups=["front"]))
-    svc.put_persona(ADMIN, "chef", PersonaRequest(memory_enabled=False))
+    svc.personas.put_persona(ADMIN, PersonaRequest(allowed_groups=["front"]).command("waiter"))
+    svc.personas.put_persona(ADMIN, PersonaRequest(memory_enabled=False).command("chef"))
     other = Caller(user_id="root", team_id="t2", is_team_admin=True)
-    svc.put_persona(other, "spy", PersonaRequest())
-    listed = svc.list_personas(ADMIN)
+    svc.personas.put_persona(other, PersonaRequest().command("spy"))
+    listed = svc.personas.list_personas(ADMIN)
     assert [p.persona_id for p in listed] == ["chef", "waiter"]
     assert [p.memory_enabled for p in listed] == [False, True]
     assert listed[1].allowed_groups == ["front"]
     with pytest.raises(Forbidden):
-        svc.list_personas(ALICE)
+        svc.personas.list_personas(ALICE)
 
-    assert svc.get_team_settings(ADMIN).memory_enabled is True  # never configured: defaults
-    svc.put_team_settings(ADMIN, TeamSettingsRequest(memory_enabled=False))
-    assert svc.get_team_settings(ADMIN).memory_enabled is False
+    assert (
+        svc.personas.get_team_settings(ADMIN).memory_enabled is True
+    )  # never configured: defaults
+    svc.personas.put_team_settings(ADMIN, TeamSettingsRequest(memory_enabled=False).command())
+    assert svc.personas.get_team_settings(ADMIN).memory_enabled is False
     assert other.team_id != ADMIN.team_id
-    assert svc.get_team_settings(other).memory_enabled
+    assert svc.personas.get_team_settings(other).memory_enabled
     with pytest.raises(Forbidden):
-        svc.get_team_settings(ALICE)
+        svc.personas.get_team_settings(ALICE)
 
 
 # --- bulk review -----------------------------------------------------------------------------
@@ -249,16 +253,16 @@ def test_bulk_review_of_20_where_5_were_already_decided(backend: Backend) -> Non
     svc = backend.service()
     ids = []
     for i in range(20):
-        proposal = svc.propose("t1", "alice", "chef", f"k{i}", f"value {i}", 0.8, "c1")
+        proposal = svc.jobs.propose("t1", "alice", "chef", f"k{i}", f"value {i}", 0.8, "c1")
         assert proposal is not None
         ids.append(proposal.id)
     decided_before = ids[3:8]
     for memory_id in decided_before[:3]:
-        svc.approve(ADMIN2, memory_id)
+        svc.review.approve(ADMIN2, memory_id)
     for memory_id in decided_before[3:]:
-        svc.reject(ADMIN2, memory_id)
+        svc.review.reject(ADMIN2, memory_id)
 
-    outcomes = svc.review_many(ADMIN, BulkReviewRequest(action="approve", ids=ids))
+    outcomes = svc.review.review_many(ADMIN, BulkReview(action="approve", ids=ids))
 
     assert [o.memory_id for o in outcomes] == ids
     ok = [o for o in outcomes if o.memory is not None]
@@ -268,10 +272,10 @@ def test_bulk_review_of_20_where_5_were_already_decided(backend: Backend) -> Non
     assert [o.memory_id for o in conflicts] == decided_before
     assert {o.error.code for o in conflicts if o.error} == {"conflict"}
     for outcome in ok:
-        history = svc.history(ADMIN, outcome.memory_id)
+        history = svc.review.history(ADMIN, outcome.memory_id)
         assert [(a.action, a.actor_id) for a in history] == [("approve", "root")]
     for memory_id in decided_before:
-        history = svc.history(ADMIN, memory_id)
+        history = svc.review.history(ADMIN, memory_id)
         assert [a.actor_id for a in history] == ["carol"], "a conflict writes no audit row"
     statuses = {svc.get(ADMIN, i).status for i in decided_before[:3]}
     assert statuses == {Status.ACTIVE}
@@ -280,17 +284,17 @@ def test_bulk_review_of_20_where_5_were_already_decided(backend: Backend) -> Non
 
 def test_bulk_reject_reports_unknown_ids_and_refuses_non_admins(backend: Backend) -> None:
     svc = backend.service()
-    proposal = svc.propose("t1", "alice", None, "likes", "tea", 0.8, "c1")
+    proposal = svc.jobs.propose("t1", "alice", None, "likes", "tea", 0.8, "c1")
     assert proposal is not None
     active = save(svc, ALICE, "editor", "vim")
-    request = BulkReviewRequest(
+    request = BulkReview(
         action="reject", ids=[proposal.id, "00000000-0000-0000-0000-000000000000", active.id]
     )
     with pytest.raises(Forbidden):
-        svc.review_many(ALICE, request)
+        svc.review.review_many(ALICE, request)
     assert svc.get(ALICE, proposal.id).status is Status.PENDING_REVIEW
 
-    first, unknown, not_a_proposal = svc.review_many(ADMIN, request)
+    first, unknown, not_a_proposal = svc.review.review_many(ADMIN, request)
     assert first.memory is not None
     assert first.memory.status is Status.REJECTED
     assert unknown.error is not None
@@ -318,7 +322,7 @@ def test_every_change_makes_a_new_version(backend: Backend) -> None:
     assert m.version == 1
     again = save(svc, ALICE, "editor", "helix")  # the same key: an update of the same row
     assert (again.id, again.version) == (m.id, 2)
-    edited = svc.update(ALICE, m.id, MemoryPatchRequest(confidence=0.5))
+    edited = svc.update(ALICE, m.id, EditMemory(confidence=0.5))
     assert edited.version == 3
     assert svc.archive(ALICE, m.id).version == 4
     assert svc.get(ALICE, m.id).version == 4
@@ -331,12 +335,12 @@ def test_two_admins_edit_with_the_same_version_one_wins(backend: Backend) -> Non
         read = svc.get(ADMIN, memory.id)
         first, second = race(
             lambda r=read: svc.update(
-                ADMIN, r.id, MemoryPatchRequest(value="first"), if_versions=frozenset({r.version})
+                ADMIN, r.id, EditMemory(value="first"), if_versions=frozenset({r.version})
             ),
             lambda r=read: svc.update(
                 ADMIN2,
                 r.id,
-                MemoryPatchRequest(value="second"),
+                EditMemory(value="second"),
                 if_versions=frozenset({r.version}),
             ),
         )
@@ -347,23 +351,23 @@ def test_two_admins_edit_with_the_same_version_one_wins(backend: Backend) -> Non
         stored = svc.get(ADMIN, memory.id)
         assert stored.value == winners[0].value
         assert stored.version == read.version + 1
-        updates = [a for a in svc.history(ADMIN, memory.id) if a.action == "update"]
+        updates = [a for a in svc.review.history(ADMIN, memory.id) if a.action == "update"]
         assert len(updates) == 1, "the refused edit is not audited"
 
 
 def test_a_stale_version_changes_nothing(backend: Backend) -> None:
     svc = backend.service()
     m = save(svc, ALICE, "editor", "vim")
-    svc.update(ALICE, m.id, MemoryPatchRequest(value="helix"))
+    svc.update(ALICE, m.id, EditMemory(value="helix"))
     stale = frozenset({m.version})
     with pytest.raises(PreconditionFailed):
-        svc.update(ALICE, m.id, MemoryPatchRequest(value="nano"), if_versions=stale)
+        svc.update(ALICE, m.id, EditMemory(value="nano"), if_versions=stale)
     with pytest.raises(PreconditionFailed):
         svc.archive(ALICE, m.id, if_versions=stale)
     with pytest.raises(PreconditionFailed):
         svc.delete(ALICE, m.id, if_versions=stale)
     with pytest.raises(PreconditionFailed):
-        svc.update(ALICE, m.id, MemoryPatchRequest(value="nano"), if_versions=frozenset())
+        svc.update(ALICE, m.id, EditMemory(value="nano"), if_versions=frozenset())
     now = svc.get(ALICE, m.id)
     assert (now.value, now.status, now.version) == ("helix", Status.ACTIVE, 2)
     svc.delete(ALICE, m.id, if_versions=frozenset({1, 2}))

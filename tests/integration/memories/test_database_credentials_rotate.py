@@ -26,7 +26,7 @@ from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.adapters.secrets import DatabaseLogin, Secret
 from engram.clock import FakeClock
 from engram.identity import Caller
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -105,7 +105,7 @@ def test_the_migration_creates_the_login_role_from_its_secret(
     db = Database(as_role(database_url, role, "first-password"), max_size=1)
     store = PostgresMemoryStore(db, FakeClock())
     MemoryService(store, store, settings=Settings(), clock=FakeClock()).save(
-        ALICE, MemorySaveRequest(key="editor", value="helix")
+        ALICE, SaveMemory(key="editor", value="helix")
     )
     db.close()
     with psycopg.connect(as_role(database_url, role, "first-password")) as conn:
@@ -139,7 +139,7 @@ def test_a_warm_pool_recovers_when_the_password_rotates(
     db = Database(login.conninfo, refreshed=login.refreshed, max_size=2, connect_timeout_s=3)
     store = PostgresMemoryStore(db, FakeClock())
     service = MemoryService(store, store, settings=Settings(), clock=FakeClock())
-    saved, _ = service.save(ALICE, MemorySaveRequest(key="editor", value="helix"))  # warm
+    saved, _ = service.save(ALICE, SaveMemory(key="editor", value="helix"))  # warm
     assert secrets.reads == 1
 
     # the rotation: the role's password changes and the secret holds the new one

@@ -14,7 +14,7 @@ import pytest
 from engram.adapters.local_embedder import WORDLLAMA_DIMENSIONS, WordLlamaEmbedder
 from engram.adapters.minilm_embedder import MINILM_DIMENSIONS, MiniLMEmbedder
 from engram.identity import Caller
-from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.ports import AccessContext, Embedder, EmbeddingBacklog
 from engram.memories.recall import HashingEmbedder
 from engram.memories.reembed import reembed
@@ -92,11 +92,11 @@ def service(backend: Backend, embedder: Embedder | None) -> MemoryService:
 
 def save_all(svc: MemoryService, caller: Caller = ALICE) -> None:
     for key, value in [*DISTRACTORS, PARAPHRASE]:
-        svc.save(caller, MemorySaveRequest(key=key, value=value))
+        svc.save(caller, SaveMemory(key=key, value=value))
 
 
 def recalled(svc: MemoryService, caller: Caller = ALICE, limit: int = 5) -> list[str]:
-    found = svc.recall(caller, MemoryRecallQuery(query=QUERY, max_results=limit))
+    found = svc.recall(caller, Recall(query=QUERY, max_results=limit))
     return [m.value for m in found]
 
 
@@ -154,7 +154,7 @@ def test_a_paraphrase_sharing_no_word_ranks_first_with_the_embedder_and_is_absen
 def test_keyword_recall_is_unchanged_without_an_embedder(backend: Backend) -> None:
     svc = service(backend, None)
     save_all(svc)
-    found = svc.recall(ALICE, MemoryRecallQuery(query="Lisbon timezone", max_results=5))
+    found = svc.recall(ALICE, Recall(query="Lisbon timezone", max_results=5))
     assert [m.value for m in found] == ["Europe/Lisbon", "Lisbon"]
 
 
@@ -201,7 +201,7 @@ def test_a_row_changed_after_it_was_read_keeps_the_embedding_of_its_save(
     tasks = backlog(backend).unembedded(wordllama.model_id, 100)
     pet = next(t for t in tasks if t.key == PARAPHRASE[0])
     # the user edits the row between the job's read and its write
-    service(backend, wordllama).save(ALICE, MemorySaveRequest(key="pet", value="a tabby cat"))
+    service(backend, wordllama).save(ALICE, SaveMemory(key="pet", value="a tabby cat"))
     stale = wordllama.embed([pet.text])[0]
     assert backlog(backend).set_embeddings(wordllama.model_id, [(pet, stale)]) == 0
     listed = {t.key for t in backlog(backend).unembedded(wordllama.model_id, 100)}
@@ -220,7 +220,7 @@ def test_an_embedder_outage_on_save_leaves_the_row_to_the_backlog(
         def embed(self, texts: list[str]) -> list[list[float]]:
             raise TimeoutError("embedder down")
 
-    service(backend, Down()).save(ALICE, MemorySaveRequest(key=PARAPHRASE[0], value=PARAPHRASE[1]))
+    service(backend, Down()).save(ALICE, SaveMemory(key=PARAPHRASE[0], value=PARAPHRASE[1]))
     assert [t.key for t in backlog(backend).unembedded(wordllama.model_id, 10)] == ["pet"]
     assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
     assert recalled(service(backend, wordllama)) == [PARAPHRASE[1]]
@@ -230,7 +230,7 @@ def test_re_embedding_leaves_the_memory_version_alone(
     backend: Backend, wordllama: WordLlamaEmbedder
 ) -> None:
     saved, _ = service(backend, None).save(
-        ALICE, MemorySaveRequest(key=PARAPHRASE[0], value=PARAPHRASE[1])
+        ALICE, SaveMemory(key=PARAPHRASE[0], value=PARAPHRASE[1])
     )
     assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
     after = backend.store.get(AccessContext(team_id="t1", user_id="alice"), saved.id)

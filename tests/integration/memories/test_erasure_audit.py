@@ -9,7 +9,7 @@ from tests.integration.memories.conftest import Backend
 
 from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
-from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, MemorySaveRequest
+from engram.memories.commands import Approve, EditMemory, SaveMemory
 from engram.memories.models import ERASED_ACTOR, Scope
 from engram.memories.ports import AccessContext
 
@@ -25,24 +25,24 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
 ) -> None:
     svc = backend.service()
     # alice's own memories: edited, deleted, and one proposal a team admin approved
-    kept, _ = svc.save(ALICE, MemorySaveRequest(key="diagnosis", value="private medical detail"))
-    svc.update(ALICE, kept.id, MemoryPatchRequest(value="another private detail"))
-    gone, _ = svc.save(ALICE, MemorySaveRequest(key="address", value="private street 1"))
-    svc.update(ALICE, gone.id, MemoryPatchRequest(value="private street 2"))
+    kept, _ = svc.save(ALICE, SaveMemory(key="diagnosis", value="private medical detail"))
+    svc.update(ALICE, kept.id, EditMemory(value="another private detail"))
+    gone, _ = svc.save(ALICE, SaveMemory(key="address", value="private street 1"))
+    svc.update(ALICE, gone.id, EditMemory(value="private street 2"))
     svc.delete(ALICE, gone.id)
-    proposal = svc.propose("t1", "alice", "chef", "allergy", "private peanuts", 0.8, "c1")
+    proposal = svc.jobs.propose("t1", "alice", "chef", "allergy", "private peanuts", 0.8, "c1")
     assert proposal is not None
     assert proposal.scope is Scope.PERSONA_USER
-    svc.approve(ROOT, proposal.id)
+    svc.review.approve(ROOT, proposal.id)
     # bob's memory, edited by bob and (as a team admin) reviewed by alice: stays
-    bobs = svc.propose("t1", "bob", None, "pet", "a cat", 0.8, "c2")
+    bobs = svc.jobs.propose("t1", "bob", None, "pet", "a cat", 0.8, "c2")
     assert bobs is not None
-    svc.approve(ALICE_ADMIN, bobs.id, ApproveRequest(value="a black cat"))
-    svc.update(BOB, bobs.id, MemoryPatchRequest(value="two cats"))
+    svc.review.approve(ALICE_ADMIN, bobs.id, Approve(value="a black cat"))
+    svc.update(BOB, bobs.id, EditMemory(value="two cats"))
     team_memory, _ = svc.save(
-        ROOT, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona")
+        ROOT, SaveMemory(key="menu", value="soup", persona_id="chef", scope=Scope.PERSONA)
     )
-    svc.update(ALICE_ADMIN, team_memory.id, MemoryPatchRequest(value="soup and bread"))
+    svc.update(ALICE_ADMIN, team_memory.id, EditMemory(value="soup and bread"))
 
     svc.erase(ALICE)
 
@@ -69,8 +69,8 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
 def test_erasure_leaves_other_teams_audit_alone(backend: Backend) -> None:
     svc = backend.service()
     other = Caller(user_id="alice", team_id="t2")
-    mine, _ = svc.save(other, MemorySaveRequest(key="k", value="v1"))
-    svc.update(other, mine.id, MemoryPatchRequest(value="v2"))
+    mine, _ = svc.save(other, SaveMemory(key="k", value="v1"))
+    svc.update(other, mine.id, EditMemory(value="v2"))
     svc.erase(ALICE)  # alice of t1
     trail = backend.store.list_actions(AccessContext("t2", "auditor", elevated=True), mine.id)
     assert [(a.action, a.actor_id) for a in trail] == [("update", "alice")]
@@ -80,17 +80,19 @@ def test_the_erasure_backstop_purges_what_was_learnt_before_the_erasure(backend:
     """The maintenance job's purge of late leftovers reaches persona memories learnt from the
     user, as ``DELETE /v1/me`` does, and keeps what the user taught after coming back."""
     svc = backend.service()
-    early = svc.propose("t1", "alice", "chef", "faq", "users ask x", 0.8, "c1", "persona")
-    own = svc.propose("t1", "alice", "chef", "diet", "vegan", 0.8, "c1")
-    bobs = svc.propose("t1", "bob", "chef", "faq2", "users ask y", 0.8, "c2", "persona")
+    early = svc.jobs.propose("t1", "alice", "chef", "faq", "users ask x", 0.8, "c1", "persona")
+    own = svc.jobs.propose("t1", "alice", "chef", "diet", "vegan", 0.8, "c1")
+    bobs = svc.jobs.propose("t1", "bob", "chef", "faq2", "users ask y", 0.8, "c2", "persona")
     assert early is not None
     assert own is not None
     assert bobs is not None
     cutoff = backend.clock.now_ms()
     backend.clock.advance(seconds=5)
-    later = svc.propose("t1", "alice", "chef", "faq3", "users ask z", 0.8, "c3", "persona")
+    later = svc.jobs.propose("t1", "alice", "chef", "faq3", "users ask z", 0.8, "c3", "persona")
     assert later is not None
-    purged = MemoryStoreMaintenance(svc, backend.store).purge_user_before("t1", "alice", cutoff)
+    purged = MemoryStoreMaintenance(svc.jobs, backend.store).purge_user_before(
+        "t1", "alice", cutoff
+    )
     assert purged == 2
-    left = {m.key for m in svc.list_pending(ROOT).memories}
+    left = {m.key for m in svc.review.list_pending(ROOT).memories}
     assert left == {"faq2", "faq3"}

@@ -16,7 +16,7 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.errors import Unavailable
 from engram.identity import Caller
-from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
@@ -35,7 +35,7 @@ def test_postgres_down_is_unavailable_and_recovery_needs_no_restart(
     store = PostgresMemoryStore(db)
     svc = MemoryService(store, store, settings=Settings())
     try:
-        svc.save(ALICE, MemorySaveRequest(key="colour", value="turquoise, saved before the outage"))
+        svc.save(ALICE, SaveMemory(key="colour", value="turquoise, saved before the outage"))
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
             admin.execute(
@@ -44,14 +44,14 @@ def test_postgres_down_is_unavailable_and_recovery_needs_no_restart(
             )
             for _ in range(2):  # killed pooled connections and refused new ones alike
                 with pytest.raises(Unavailable):
-                    svc.save(ALICE, MemorySaveRequest(key="during", value="cannot be stored"))
+                    svc.save(ALICE, SaveMemory(key="during", value="cannot be stored"))
             with pytest.raises(Unavailable):
-                svc.recall(ALICE, MemoryRecallQuery(query="turquoise"))
+                svc.recall(ALICE, Recall(query="turquoise"))
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         deadline = time.monotonic() + 30
         while True:
             try:
-                found = svc.recall(ALICE, MemoryRecallQuery(query="turquoise"))
+                found = svc.recall(ALICE, Recall(query="turquoise"))
                 break
             except Unavailable:
                 if time.monotonic() > deadline:
@@ -69,9 +69,7 @@ def test_concurrent_saves_of_one_key_make_one_row(backend: Backend) -> None:
 
     def save(i: int) -> None:
         try:
-            created.append(
-                svc.save(ALICE, MemorySaveRequest(key="same key", value=f"writer {i}"))[1]
-            )
+            created.append(svc.save(ALICE, SaveMemory(key="same key", value=f"writer {i}"))[1])
         except BaseException as exc:
             errors.append(exc)
 
@@ -82,6 +80,6 @@ def test_concurrent_saves_of_one_key_make_one_row(backend: Backend) -> None:
         t.join(30)
     assert errors == []
     assert sorted(created) == [False] * 7 + [True]
-    rows = svc.recall(ALICE, MemoryRecallQuery(max_results=10))
+    rows = svc.recall(ALICE, Recall(max_results=10))
     assert len(rows) == 1
     assert rows[0].value.startswith("writer ")

@@ -12,7 +12,7 @@ from engram.errors import Conflict, NotFound
 from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.maintenance.models import RetentionPolicy
-from engram.memories.inputs import MemoryPatchRequest, MemoryRecallQuery, MemorySaveRequest
+from engram.memories.commands import EditMemory, Recall, SaveMemory
 from engram.memories.models import Memory, Scope, Status
 from engram.memories.service import MemoryService
 
@@ -21,11 +21,11 @@ pytestmark = [pytest.mark.integration, EVERY_VERSION]
 
 def run_every_retention_rule(svc: MemoryService, backend: Backend) -> None:
     """Team and persona rules, archive and delete, twice (so an archived row would go)."""
-    maintenance = MemoryStoreMaintenance(svc, backend.store)
+    maintenance = MemoryStoreMaintenance(svc.jobs, backend.store)
     for _ in range(2):
         backend.clock.advance(days=400)
         now = backend.clock.now_ms()
-        svc.apply_retention("t1", archive_after_days=1, delete_archived_after_days=1, now=now)
+        svc.jobs.apply_retention("t1", archive_after_days=1, delete_archived_after_days=1, now=now)
         chef = RetentionPolicy(
             team_id="t1", persona_id="chef", archive_after_days=1, delete_archived_after_days=1
         )
@@ -40,7 +40,7 @@ def proposal(
     persona: str | None = None,
     scope: str | None = None,
 ) -> Memory | None:
-    return svc.propose("t1", "alice", persona, key, value, 0.8, "conv-1", scope)
+    return svc.jobs.propose("t1", "alice", persona, key, value, 0.8, "conv-1", scope)
 
 
 def test_a_rejected_proposal_outlives_retention_and_is_never_proposed_again(
@@ -56,7 +56,7 @@ def test_a_rejected_proposal_outlives_retention_and_is_never_proposed_again(
     for persona, scope in shapes:
         p = proposal(svc, "hobby", "chess", persona=persona, scope=scope)
         assert p is not None
-        decided = svc.reject(ADMIN, p.id)
+        decided = svc.review.reject(ADMIN, p.id)
         assert decided.status is Status.REJECTED
         rejected.append(decided)
     run_every_retention_rule(svc, backend)
@@ -71,16 +71,16 @@ def test_a_rejected_proposal_outlives_retention_and_is_never_proposed_again(
         assert fresh.status is Status.PENDING_REVIEW
         assert fresh.id not in {r.id for r in rejected}
         assert proposal(svc, "hobby", "chess", persona=persona, scope=scope) is None
-    assert svc.recall(ALICE, MemoryRecallQuery(query="chess", persona_id="chef")) == []
+    assert svc.recall(ALICE, Recall(query="chess", persona_id="chef")) == []
 
 
 def test_a_rejected_proposal_cannot_be_edited_back_into_play(backend: Backend) -> None:
     svc = backend.service()
     p = proposal(svc, "diet", "keto")
     assert p is not None
-    svc.reject(ADMIN, p.id)
+    svc.review.reject(ADMIN, p.id)
     with pytest.raises(Conflict):
-        svc.update(ALICE, p.id, MemoryPatchRequest(value="paleo"))
+        svc.update(ALICE, p.id, EditMemory(value="paleo"))
     with pytest.raises(Conflict):
         svc.archive(ALICE, p.id)
     assert svc.get(ALICE, p.id).status is Status.REJECTED
@@ -92,11 +92,11 @@ def test_a_rejected_proposal_cannot_be_edited_back_into_play(backend: Backend) -
 
 def test_a_users_deletion_suppresses_the_same_key_and_value(backend: Backend) -> None:
     svc = backend.service()
-    saved, _ = svc.save(ALICE, MemorySaveRequest(key="editor", value="vim"))
+    saved, _ = svc.save(ALICE, SaveMemory(key="editor", value="vim"))
     svc.delete(ALICE, saved.id)
     learnt = proposal(svc, "pet", "a cat", persona="chef")
     assert learnt is not None
-    approved = svc.approve(ADMIN, learnt.id)
+    approved = svc.review.approve(ADMIN, learnt.id)
     assert approved.scope is Scope.PERSONA_USER
     svc.delete(ALICE, approved.id)
     run_every_retention_rule(svc, backend)
@@ -111,23 +111,23 @@ def test_a_users_deletion_suppresses_the_same_key_and_value(backend: Backend) ->
 
 def test_a_retention_archived_memory_can_be_learnt_again(backend: Backend) -> None:
     svc = backend.service()
-    saved, _ = svc.save(ALICE, MemorySaveRequest(key="city", value="Lyon"))
+    saved, _ = svc.save(ALICE, SaveMemory(key="city", value="Lyon"))
     backend.clock.advance(days=40)
     now = backend.clock.now_ms()
-    assert svc.apply_retention(
+    assert svc.jobs.apply_retention(
         "t1", archive_after_days=30, delete_archived_after_days=None, now=now
     ) == {"archived": 1, "deleted": 0}
     assert svc.get(ALICE, saved.id).status is Status.ARCHIVED
     learnt = proposal(svc, "city", "Lyon")
     assert learnt is not None
     assert (learnt.id, learnt.status) == (saved.id, Status.PENDING_REVIEW)
-    assert svc.approve(ADMIN, learnt.id).status is Status.ACTIVE
-    assert [m.value for m in svc.recall(ALICE, MemoryRecallQuery(query="Lyon"))] == ["Lyon"]
+    assert svc.review.approve(ADMIN, learnt.id).status is Status.ACTIVE
+    assert [m.value for m in svc.recall(ALICE, Recall(query="Lyon"))] == ["Lyon"]
 
 
 def test_an_archive_by_its_owner_is_a_decision_retention_is_not(backend: Backend) -> None:
     svc = backend.service()
-    kept, _ = svc.save(ALICE, MemorySaveRequest(key="job", value="Initech"))
+    kept, _ = svc.save(ALICE, SaveMemory(key="job", value="Initech"))
     svc.archive(ALICE, kept.id)
     assert proposal(svc, "job", "Initech") is None
     newer = proposal(svc, "job", "Globex")
@@ -141,17 +141,17 @@ def test_a_new_value_replaces_the_rejected_row_and_the_rejection_holds(backend: 
     svc = backend.service()
     p = proposal(svc, "hobby", "chess")
     assert p is not None
-    rejected = svc.reject(ADMIN, p.id)
+    rejected = svc.review.reject(ADMIN, p.id)
     fresh = proposal(svc, "hobby", "go")
     assert fresh is not None
     assert fresh.id != rejected.id
     with pytest.raises(NotFound):  # replaced
         svc.get(ADMIN, rejected.id)
-    assert svc.reject(ADMIN, fresh.id).status is Status.REJECTED
+    assert svc.review.reject(ADMIN, fresh.id).status is Status.REJECTED
     assert proposal(svc, "hobby", "chess") is None
     assert proposal(svc, "hobby", "go") is None
     # the owner's own save of the key is a new memory, not a revived rejection
-    saved, created = svc.save(ALICE, MemorySaveRequest(key="hobby", value="bridge"))
+    saved, created = svc.save(ALICE, SaveMemory(key="hobby", value="bridge"))
     assert created
     assert (saved.status, saved.value) == (Status.ACTIVE, "bridge")
     svc.delete(ALICE, saved.id)
@@ -165,9 +165,9 @@ def test_renaming_a_key_onto_a_rejected_key_replaces_the_rejected_row(backend: B
     svc = backend.service()
     p = proposal(svc, "sport", "golf")
     assert p is not None
-    svc.reject(ADMIN, p.id)
-    kept, _ = svc.save(ALICE, MemorySaveRequest(key="games", value="tennis"))
-    renamed = svc.update(ALICE, kept.id, MemoryPatchRequest(key="sport"))
+    svc.review.reject(ADMIN, p.id)
+    kept, _ = svc.save(ALICE, SaveMemory(key="games", value="tennis"))
+    renamed = svc.update(ALICE, kept.id, EditMemory(key="sport"))
     assert (renamed.id, renamed.key, renamed.value) == (kept.id, "sport", "tennis")
     with pytest.raises(NotFound):
         svc.get(ADMIN, p.id)
@@ -182,41 +182,39 @@ def test_a_persons_edit_of_a_proposal_holds_when_the_key_is_learnt_again(
     p = proposal(svc, "location", "Lisbon")
     assert p is not None
     # nobody edited it: learning the key again refreshes the proposal
-    refreshed = svc.propose_outcome("t1", "alice", None, "location", "Lisboa", 0.9, "conv-2")
+    refreshed = svc.jobs.propose_outcome("t1", "alice", None, "location", "Lisboa", 0.9, "conv-2")
     assert (refreshed.outcome, refreshed.memory and refreshed.memory.value) == (
         "refreshed",
         "Lisboa",
     )
-    svc.update(editor, p.id, MemoryPatchRequest(value="Lisbon, Portugal"))
+    svc.update(editor, p.id, EditMemory(value="Lisbon, Portugal"))
     for value in ("Lisboa", "Porto"):  # the same transcript again, and a later one
-        again = svc.propose_outcome("t1", "alice", None, "location", value, 0.9, "conv-3")
+        again = svc.jobs.propose_outcome("t1", "alice", None, "location", value, 0.9, "conv-3")
         assert (again.outcome, again.memory) == ("dropped", None)
     assert svc.get(ADMIN, p.id).value == "Lisbon, Portugal"
-    approved = svc.approve(ADMIN, p.id)
+    approved = svc.review.approve(ADMIN, p.id)
     assert (approved.status, approved.value) == (Status.ACTIVE, "Lisbon, Portugal")
-    assert {m.key: m.value for m in svc.recall(ALICE, MemoryRecallQuery())} == {
-        "location": "Lisbon, Portugal"
-    }
+    assert {m.key: m.value for m in svc.recall(ALICE, Recall())} == {"location": "Lisbon, Portugal"}
 
 
 def test_an_edited_memory_that_retention_archived_is_learnt_again(backend: Backend) -> None:
     svc = backend.service()
     p = proposal(svc, "location", "Lisbon")
     assert p is not None
-    svc.update(ADMIN, p.id, MemoryPatchRequest(value="Lisbon, Portugal"))
-    svc.approve(ADMIN, p.id)
+    svc.update(ADMIN, p.id, EditMemory(value="Lisbon, Portugal"))
+    svc.review.approve(ADMIN, p.id)
     backend.clock.advance(days=400)
-    svc.apply_retention(
+    svc.jobs.apply_retention(
         "t1",
         archive_after_days=1,
         delete_archived_after_days=10_000,
         now=backend.clock.now_ms(),
     )
     assert svc.get(ALICE, p.id).status is Status.ARCHIVED
-    learnt = svc.propose_outcome("t1", "alice", None, "location", "Porto", 0.9, "conv-2")
+    learnt = svc.jobs.propose_outcome("t1", "alice", None, "location", "Porto", 0.9, "conv-2")
     assert learnt.outcome == "refreshed"
     assert learnt.memory is not None
     assert (learnt.memory.status, learnt.memory.value) == (Status.PENDING_REVIEW, "Porto")
     # the refresh cleared the earlier edit's mark: the next lesson refreshes it again
-    later = svc.propose_outcome("t1", "alice", None, "location", "Braga", 0.9, "conv-3")
+    later = svc.jobs.propose_outcome("t1", "alice", None, "location", "Braga", 0.9, "conv-3")
     assert (later.outcome, later.memory and later.memory.value) == ("refreshed", "Braga")

@@ -146,8 +146,8 @@ def test_legacy_rows_are_carried_into_the_new_rules(legacy: dict[str, str]) -> N
     try:
         store = PostgresMemoryStore(db, FakeClock())
         svc = MemoryService(store, store, settings=Settings(), clock=FakeClock())
-        assert svc.propose("acme", "alice", None, "hobby", "chess", 0.8, "c9") is None
-        assert svc.propose("acme", "alice", None, "city", "Lyon", 0.8, "c9") is not None
+        assert svc.jobs.propose("acme", "alice", None, "hobby", "chess", 0.8, "c9") is None
+        assert svc.jobs.propose("acme", "alice", None, "city", "Lyon", 0.8, "c9") is not None
         counts = svc.erase(Caller(user_id="alice", team_id="acme"))
         assert counts["persona"] == 1  # the faq attributed to alice
         assert counts["review_actions"] == 3  # her two memories' rows and her faq's

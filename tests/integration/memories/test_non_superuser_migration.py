@@ -30,15 +30,14 @@ from engram.adapters.postgres.erasures import PostgresErasureLog
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.retention import PostgresRetentionPolicies
 from engram.adapters.postgres.store import PostgresMemoryStore
-from engram.clock import MS_PER_DAY, FakeClock
-from engram.identity import Caller
-from engram.maintenance.models import ErasureRecord, RetentionPolicy
-from engram.memories.inputs import (
-    MemoryRecallQuery,
-    MemorySaveRequest,
+from engram.api.memory_inputs import (
     PersonaRequest,
     TeamSettingsRequest,
 )
+from engram.clock import MS_PER_DAY, FakeClock
+from engram.identity import Caller
+from engram.maintenance.models import ErasureRecord, RetentionPolicy
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -126,30 +125,30 @@ def test_the_migrating_role_is_not_a_superuser_and_owns_what_it_migrated(
 
 def test_recall_full_text_match_works(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.save(ALICE, MemorySaveRequest(key="editor", value="vim in the terminal"))
-    svc.save(ALICE, MemorySaveRequest(key="shell", value="zsh"))
-    svc.save(ALICE, MemorySaveRequest(key="tone", value="formal vim lover", persona_id="helpdesk"))
-    assert [m.key for m in svc.recall(ALICE, MemoryRecallQuery(query="terminal"))] == ["editor"]
-    found = {
-        m.key for m in svc.recall(ALICE, MemoryRecallQuery(query="vim", persona_id="helpdesk"))
-    }
+    svc.save(ALICE, SaveMemory(key="editor", value="vim in the terminal"))
+    svc.save(ALICE, SaveMemory(key="shell", value="zsh"))
+    svc.save(ALICE, SaveMemory(key="tone", value="formal vim lover", persona_id="helpdesk"))
+    assert [m.key for m in svc.recall(ALICE, Recall(query="terminal"))] == ["editor"]
+    found = {m.key for m in svc.recall(ALICE, Recall(query="vim", persona_id="helpdesk"))}
     assert found == {"editor", "tone"}
 
 
 def test_retention_policies_of_every_team_are_listed_and_applied(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.put_team_settings(
-        BOSS, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 10})
+    svc.personas.put_team_settings(
+        BOSS, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 10}).command()
     )
-    svc.put_persona(
+    svc.personas.put_persona(
         BOSS,
-        "helpdesk",
-        PersonaRequest.model_validate({"retention": {"deleteArchivedAfterDays": 30}}),
+        PersonaRequest.model_validate({"retention": {"deleteArchivedAfterDays": 30}}).command(
+            "helpdesk"
+        ),
     )
-    svc.put_team_settings(
-        OTHER_BOSS, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5})
+    svc.personas.put_team_settings(
+        OTHER_BOSS,
+        TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5}).command(),
     )
-    svc.save(ALICE, MemorySaveRequest(key="editor", value="vim"))
+    svc.save(ALICE, SaveMemory(key="editor", value="vim"))
 
     policies = PostgresRetentionPolicies(as_migrator.db).list_policies(after=None, limit=10)
     assert policies == [
@@ -157,11 +156,11 @@ def test_retention_policies_of_every_team_are_listed_and_applied(as_migrator: As
         RetentionPolicy(team_id="acme", persona_id="helpdesk", delete_archived_after_days=30),
         RetentionPolicy(team_id="globex", persona_id=None, archive_after_days=5),
     ]
-    done = svc.apply_retention(
+    done = svc.jobs.apply_retention(
         "acme", archive_after_days=10, delete_archived_after_days=None, now=T0 + 11 * MS_PER_DAY
     )
     assert done["archived"] == 1
-    assert svc.recall(ALICE, MemoryRecallQuery(query="")) == []
+    assert svc.recall(ALICE, Recall(query="")) == []
 
 
 def test_pending_erasures_of_every_team_are_listed_and_marked_purged(
@@ -180,8 +179,10 @@ def test_pending_erasures_of_every_team_are_listed_and_marked_purged(
 
 def test_the_application_role_is_still_confined_to_its_team(as_migrator: AsMigrator) -> None:
     svc = as_migrator.service
-    svc.put_persona(BOSS, "helpdesk", PersonaRequest.model_validate({"allowedGroups": ["support"]}))
-    svc.put_team_settings(BOSS, TeamSettingsRequest(memory_enabled=False))
+    svc.personas.put_persona(
+        BOSS, PersonaRequest.model_validate({"allowedGroups": ["support"]}).command("helpdesk")
+    )
+    svc.personas.put_team_settings(BOSS, TeamSettingsRequest(memory_enabled=False).command())
     store = PostgresMemoryStore(as_migrator.db, as_migrator.clock)
     other = AccessContext(team_id="globex", user_id="boss", elevated=True)
     assert store.get_persona(other, "helpdesk") is None

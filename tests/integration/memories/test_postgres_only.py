@@ -19,7 +19,7 @@ from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.bootstrap import Container
 from engram.errors import Forbidden, Unavailable
 from engram.identity import Caller
-from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext
 from engram.settings import Settings
@@ -31,15 +31,11 @@ SHIPPED = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
 
 def _seed(b: Backend) -> None:
     svc = b.service()
-    svc.save(
-        Caller(user_id="alice", team_id="t1"), MemorySaveRequest(key="secret", value="alice in t1")
-    )
-    svc.save(
-        Caller(user_id="bob", team_id="t2"), MemorySaveRequest(key="secret", value="bob in t2")
-    )
+    svc.save(Caller(user_id="alice", team_id="t1"), SaveMemory(key="secret", value="alice in t1"))
+    svc.save(Caller(user_id="bob", team_id="t2"), SaveMemory(key="secret", value="bob in t2"))
     svc.save(
         Caller(user_id="alice", team_id="t1"),
-        MemorySaveRequest(key="pu", value="p note", persona_id="chef"),
+        SaveMemory(key="pu", value="p note", persona_id="chef"),
     )
 
 
@@ -228,11 +224,11 @@ def test_the_container_composes_memories_on_postgres(database_url: str, tmp_path
     container = Container(Settings(database_url=database_url, data_dir=tmp_path))
     try:
         alice = Caller(user_id="alice", team_id="t1")
-        container.memories.save(alice, MemorySaveRequest(key="lang", value="Go"))
-        found = container.memories.recall(alice, MemoryRecallQuery(query="go"))
+        container.memories.save(alice, SaveMemory(key="lang", value="Go"))
+        found = container.memories.recall(alice, Recall(query="go"))
         assert [m.value for m in found] == ["Go"]
     finally:
         container.close()
     bedrock = Container(Settings(database_url=database_url, embedder="bedrock", data_dir=tmp_path))
-    assert type(bedrock.memories._embedder).__name__ == "BedrockTitanEmbedder"
+    assert type(bedrock.memories.core.embedder).__name__ == "BedrockTitanEmbedder"
     bedrock.close()  # never opened: nothing connected

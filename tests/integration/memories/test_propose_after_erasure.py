@@ -70,7 +70,7 @@ def test_erasure_between_the_check_and_the_proposal_creates_nothing(
     backend: Backend, log: ErasureLog
 ) -> None:
     svc = backend.service()
-    sink = MemoryProposalSink(svc, erasures=log)
+    sink = MemoryProposalSink(svc.jobs, erasures=log)
     job = _job(queued_at=backend.clock.now_ms(), persona_id="chef")
     assert sink.propose(job, _proposal("before")) == "created"  # the job got going
     backend.clock.advance(seconds=1)
@@ -80,7 +80,7 @@ def test_erasure_between_the_check_and_the_proposal_creates_nothing(
     assert sink.propose(job, _proposal("allergy")) == "dropped"
     assert sink.propose(job, _proposal("tone", ProposalScope.PERSONA)) == "dropped"
     assert _rows(backend) == []
-    assert list(svc.list_pending(ADMIN).memories) == []
+    assert list(svc.review.list_pending(ADMIN).memories) == []
 
 
 def test_an_erasure_at_the_queue_time_counts_and_an_older_one_does_not(
@@ -90,7 +90,7 @@ def test_an_erasure_at_the_queue_time_counts_and_an_older_one_does_not(
     _erase(svc, log, backend)
     erased_at = backend.clock.now_ms()
     # a transcript queued at the very millisecond of the erasure: refused
-    same = svc.propose_outcome(
+    same = svc.jobs.propose_outcome(
         "t1", "alice", None, "allergy", "peanuts", 0.8, None, not_erased_since_ms=erased_at
     )
     assert same.outcome == "dropped"
@@ -98,7 +98,7 @@ def test_an_erasure_at_the_queue_time_counts_and_an_older_one_does_not(
     assert _rows(backend) == []
     # a transcript the user sent after their erasure is a new life: proposed as usual
     backend.clock.advance(seconds=5)
-    later = svc.propose_outcome(
+    later = svc.jobs.propose_outcome(
         "t1",
         "alice",
         None,
@@ -111,7 +111,7 @@ def test_an_erasure_at_the_queue_time_counts_and_an_older_one_does_not(
     assert later.outcome == "created"
     assert _rows(backend) == ["allergy"]
     # another user of the team is not affected by alice's erasure
-    bob = svc.propose_outcome(
+    bob = svc.jobs.propose_outcome(
         "t1", "bob", None, "editor", "vim", 0.8, None, not_erased_since_ms=erased_at
     )
     assert bob.outcome == "created"
@@ -120,13 +120,13 @@ def test_an_erasure_at_the_queue_time_counts_and_an_older_one_does_not(
 def test_the_guard_also_stops_a_refresh_of_a_pending_row(backend: Backend, log: ErasureLog) -> None:
     svc = backend.service()
     queued = backend.clock.now_ms()
-    first = svc.propose_outcome(
+    first = svc.jobs.propose_outcome(
         "t1", "alice", None, "allergy", "peanuts", 0.8, None, not_erased_since_ms=queued
     )
     assert first.outcome == "created"
     backend.clock.advance(seconds=1)
     log.record("t1", "alice", backend.clock.now_ms())  # recorded; memories not yet deleted
-    again = svc.propose_outcome(
+    again = svc.jobs.propose_outcome(
         "t1", "alice", None, "allergy", "shellfish", 0.9, None, not_erased_since_ms=queued
     )
     if backend.url is None:
@@ -134,5 +134,5 @@ def test_the_guard_also_stops_a_refresh_of_a_pending_row(backend: Backend, log: 
         assert again.outcome == "refreshed"
     else:
         assert again.outcome == "dropped"
-        [row] = list(svc.list_pending(ADMIN).memories)
+        [row] = list(svc.review.list_pending(ADMIN).memories)
         assert row.value == "peanuts"

@@ -14,8 +14,8 @@ from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION
 
 from engram.errors import QuotaExceeded
 from engram.identity import Caller
-from engram.memories.inputs import ApproveRequest, MemoryPatchRequest, MemorySaveRequest
-from engram.memories.models import MemoryFilter, Status
+from engram.memories.commands import Approve, EditMemory, SaveMemory
+from engram.memories.models import MemoryFilter, Scope, Status
 from engram.memories.privacy import system_context
 
 pytestmark = pytest.mark.integration
@@ -47,7 +47,7 @@ def test_concurrent_saves_at_limit_minus_one_create_exactly_one_row(backend: Bac
     limit = 5
     svc = backend.service(max_memories_per_user=limit)
     for i in range(limit - 1):
-        svc.save(ALICE, MemorySaveRequest(key=f"k{i}", value="v"))
+        svc.save(ALICE, SaveMemory(key=f"k{i}", value="v"))
     barrier = threading.Barrier(CONCURRENT)
     accepted: list[str] = []
     refused: list[QuotaExceeded] = []
@@ -56,7 +56,7 @@ def test_concurrent_saves_at_limit_minus_one_create_exactly_one_row(backend: Bac
     def save(i: int) -> None:
         barrier.wait()
         try:
-            memory, created = svc.save(ALICE, MemorySaveRequest(key=f"new{i}", value="racing"))
+            memory, created = svc.save(ALICE, SaveMemory(key=f"new{i}", value="racing"))
         except QuotaExceeded as exc:
             with lock:
                 refused.append(exc)
@@ -82,27 +82,25 @@ def test_persona_user_rows_with_made_up_persona_ids_count_toward_the_user(
     backend: Backend,
 ) -> None:
     svc = backend.service(max_memories_per_user=4)
-    svc.save(ALICE, MemorySaveRequest(key="a", value="user scope"))
+    svc.save(ALICE, SaveMemory(key="a", value="user scope"))
     for i in range(3):
         svc.save(
             ALICE,
-            MemorySaveRequest(key="k", value=f"persona {i}", persona_id=f"never-configured-{i}"),
+            SaveMemory(key="k", value=f"persona {i}", persona_id=f"never-configured-{i}"),
         )
     with pytest.raises(QuotaExceeded) as err:
-        svc.save(
-            ALICE, MemorySaveRequest(key="k", value="one more", persona_id="never-configured-99")
-        )
+        svc.save(ALICE, SaveMemory(key="k", value="one more", persona_id="never-configured-99"))
     assert err.value.details == {
         "quota": "memoriesPerUser",
         "limit": 4,
         "setting": "ENGRAM_MAX_MEMORIES_PER_USER",
     }
     with pytest.raises(QuotaExceeded):
-        svc.save(ALICE, MemorySaveRequest(key="b", value="nor in user scope"))
-    assert svc.save(ALICE, MemorySaveRequest(key="a", value="updates still work"))[1] is False
-    assert svc.save(BOB, MemorySaveRequest(key="a", value="bob has his own quota"))[1] is True
+        svc.save(ALICE, SaveMemory(key="b", value="nor in user scope"))
+    assert svc.save(ALICE, SaveMemory(key="a", value="updates still work"))[1] is False
+    assert svc.save(BOB, SaveMemory(key="a", value="bob has his own quota"))[1] is True
     # a proposal past the quota is dropped, never stored
-    assert svc.propose("t1", "alice", None, "learnt", "x", 0.8, "c1") is None
+    assert svc.jobs.propose("t1", "alice", None, "learnt", "x", 0.8, "c1") is None
     assert stored(backend) == 5
     if backend.url is not None:
         assert stored(backend, "owner_id = %s OR user_id = %s", "alice", "alice") == 4
@@ -111,41 +109,41 @@ def test_persona_user_rows_with_made_up_persona_ids_count_toward_the_user(
 @EVERY_VERSION
 def test_a_rejected_proposal_does_not_count_but_a_pending_one_does(backend: Backend) -> None:
     svc = backend.service(max_memories_per_user=2)
-    p = svc.propose("t1", "alice", None, "hobby", "chess", 0.8, "c1")
+    p = svc.jobs.propose("t1", "alice", None, "hobby", "chess", 0.8, "c1")
     assert p is not None
-    svc.save(ALICE, MemorySaveRequest(key="a", value="v"))
+    svc.save(ALICE, SaveMemory(key="a", value="v"))
     with pytest.raises(QuotaExceeded):
-        svc.save(ALICE, MemorySaveRequest(key="b", value="v"))
-    svc.reject(ADMIN, p.id)
-    assert svc.save(ALICE, MemorySaveRequest(key="b", value="v"))[1] is True
+        svc.save(ALICE, SaveMemory(key="b", value="v"))
+    svc.review.reject(ADMIN, p.id)
+    assert svc.save(ALICE, SaveMemory(key="b", value="v"))[1] is True
     assert stored(backend) == 3
 
 
 @EVERY_VERSION
 def test_per_persona_and_per_team_quotas_name_themselves(backend: Backend) -> None:
     svc = backend.service(max_memories_per_persona=2, max_memories_per_team=5)
-    svc.save(ADMIN, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona"))
-    svc.save(ALICE, MemorySaveRequest(key="diet", value="vegan", persona_id="chef"))
+    svc.save(ADMIN, SaveMemory(key="menu", value="soup", persona_id="chef", scope=Scope.PERSONA))
+    svc.save(ALICE, SaveMemory(key="diet", value="vegan", persona_id="chef"))
     with pytest.raises(QuotaExceeded) as persona:
-        svc.save(BOB, MemorySaveRequest(key="diet", value="keto", persona_id="chef"))
+        svc.save(BOB, SaveMemory(key="diet", value="keto", persona_id="chef"))
     assert persona.value.details == {
         "quota": "memoriesPerPersona",
         "limit": 2,
         "setting": "ENGRAM_MAX_MEMORIES_PER_PERSONA",
     }
-    assert svc.propose("t1", "bob", "chef", "pet", "dog", 0.8, "c1") is None  # dropped
-    svc.save(BOB, MemorySaveRequest(key="diet", value="keto", persona_id="tutor"))
-    svc.save(BOB, MemorySaveRequest(key="a", value="v"))
-    svc.save(ALICE, MemorySaveRequest(key="a", value="v"))
+    assert svc.jobs.propose("t1", "bob", "chef", "pet", "dog", 0.8, "c1") is None  # dropped
+    svc.save(BOB, SaveMemory(key="diet", value="keto", persona_id="tutor"))
+    svc.save(BOB, SaveMemory(key="a", value="v"))
+    svc.save(ALICE, SaveMemory(key="a", value="v"))
     with pytest.raises(QuotaExceeded) as team:
-        svc.save(ALICE, MemorySaveRequest(key="b", value="v"))
+        svc.save(ALICE, SaveMemory(key="b", value="v"))
     assert team.value.details == {
         "quota": "memoriesPerTeam",
         "limit": 5,
         "setting": "ENGRAM_MAX_MEMORIES_PER_TEAM",
     }
     # another team is not affected
-    assert svc.save(Caller(user_id="alice", team_id="t2"), MemorySaveRequest(key="b", value="v"))[1]
+    assert svc.save(Caller(user_id="alice", team_id="t2"), SaveMemory(key="b", value="v"))[1]
     assert stored(backend) == 6
     if backend.url is not None:
         assert stored(backend, "team_id = %s", "t1") == 5
@@ -156,28 +154,28 @@ def test_usage_counters_match_a_recount_after_every_kind_of_write(pg_backend: Ba
     """The triggers keep memory_usage exact: saves (new and updates), proposals (new,
     refreshed, revived), approve, reject, edits, deletes, retention and erasure."""
     svc = pg_backend.service()
-    saved, _ = svc.save(ALICE, MemorySaveRequest(key="a", value="1"))
-    svc.save(ALICE, MemorySaveRequest(key="a", value="2"))
-    svc.save(ALICE, MemorySaveRequest(key="b", value="1", persona_id="chef"))
-    svc.save(ADMIN, MemorySaveRequest(key="menu", value="soup", persona_id="chef", scope="persona"))
-    one = svc.propose("t1", "bob", "chef", "k", "v", 0.8, "c1")
-    two = svc.propose("t1", "bob", None, "k", "v", 0.8, "c1")
-    three = svc.propose("t1", "alice", "chef", "faq", "x", 0.8, "c1", "persona")
+    saved, _ = svc.save(ALICE, SaveMemory(key="a", value="1"))
+    svc.save(ALICE, SaveMemory(key="a", value="2"))
+    svc.save(ALICE, SaveMemory(key="b", value="1", persona_id="chef"))
+    svc.save(ADMIN, SaveMemory(key="menu", value="soup", persona_id="chef", scope=Scope.PERSONA))
+    one = svc.jobs.propose("t1", "bob", "chef", "k", "v", 0.8, "c1")
+    two = svc.jobs.propose("t1", "bob", None, "k", "v", 0.8, "c1")
+    three = svc.jobs.propose("t1", "alice", "chef", "faq", "x", 0.8, "c1", "persona")
     assert one is not None
     assert two is not None
     assert three is not None
-    svc.propose("t1", "bob", "chef", "k", "v2", 0.8, "c2")  # refreshed
-    svc.approve(ADMIN, one.id, ApproveRequest(value="edited"))
-    svc.reject(ADMIN, two.id)
-    svc.reject(ADMIN, three.id)
-    svc.update(ALICE, saved.id, MemoryPatchRequest(value="3"))
+    svc.jobs.propose("t1", "bob", "chef", "k", "v2", 0.8, "c2")  # refreshed
+    svc.review.approve(ADMIN, one.id, Approve(value="edited"))
+    svc.review.reject(ADMIN, two.id)
+    svc.review.reject(ADMIN, three.id)
+    svc.update(ALICE, saved.id, EditMemory(value="3"))
     svc.archive(ALICE, saved.id)
     svc.delete(BOB, one.id)
     pg_backend.clock.advance(days=100)
     now = pg_backend.clock.now_ms()
-    svc.apply_retention("t1", archive_after_days=30, delete_archived_after_days=None, now=now)
-    svc.propose("t1", "alice", None, "a", "revived", 0.8, "c3")
-    svc.save(Caller(user_id="alice", team_id="t2"), MemorySaveRequest(key="a", value="1"))
+    svc.jobs.apply_retention("t1", archive_after_days=30, delete_archived_after_days=None, now=now)
+    svc.jobs.propose("t1", "alice", None, "a", "revived", 0.8, "c3")
+    svc.save(Caller(user_id="alice", team_id="t2"), SaveMemory(key="a", value="1"))
     svc.erase(ALICE)
     with psycopg.connect(pg_backend.url or "") as conn:
         recount = conn.execute(

@@ -201,9 +201,9 @@ def test_a_previous_releases_writes_run_on_the_migrated_schema(
     _, db = migrated
     svc = _service(db)
     # a key the new code rejected: the previous release may still write it
-    rejected = svc.propose("acme", "alice", None, "hobby", "chess", 0.8, "c1")
+    rejected = svc.jobs.propose("acme", "alice", None, "hobby", "chess", 0.8, "c1")
     assert rejected is not None
-    svc.reject(ADMIN, rejected.id)
+    svc.review.reject(ADMIN, rejected.id)
     for key in ("city", "hobby"):
         row_id = uuid.uuid4()
         for n, sql in enumerate(PREVIOUS_RELEASES[release]):
@@ -255,8 +255,8 @@ def test_0010_keeps_one_row_per_key_and_every_rejection(
     try:
         svc = _service(db)
         for key, value in (("hobby", "chess"), ("diet", "keto"), ("diet", "vegan")):
-            assert svc.propose("acme", "alice", None, key, value, 0.8, "c9") is None
-        assert svc.propose("acme", "alice", None, "diet", "paleo", 0.8, "c9") is not None
+            assert svc.jobs.propose("acme", "alice", None, key, value, 0.8, "c9") is None
+        assert svc.jobs.propose("acme", "alice", None, "diet", "paleo", 0.8, "c9") is not None
     finally:
         db.close()
 

@@ -22,8 +22,8 @@ def client(live: Live, user: str, *, team_admin: bool = False) -> EngramClient:
 def test_review_conflict_history_and_rejected_status(live: Live, migrated_url: str) -> None:
     assert live.app.container is not None
     memories = live.app.container.memories
-    one = memories.propose("acme", "alice", None, "hobby", "chess", 0.8, "conv-1")
-    two = memories.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
+    one = memories.jobs.propose("acme", "alice", None, "hobby", "chess", 0.8, "conv-1")
+    two = memories.jobs.propose("acme", "alice", None, "editor", "vim", 0.8, "conv-1")
     assert one is not None
     assert two is not None
     with client(live, "root", team_admin=True) as admin, client(live, "alice") as alice:

@@ -8,9 +8,9 @@ from typing import Any
 from engram import errors, limits
 from engram.api.openapi import openapi_document
 from engram.api.routes import ROUTES
+from engram.api.tools import TOOL_ARGUMENTS, TOOL_FORMATS
 from engram.fields import NAME_PATTERN
 from engram.local.server import _PROTOCOL_ERROR_CODES
-from engram.memories.tools import TOOL_ARGUMENTS, TOOL_FORMATS
 
 
 def refs(node: Any) -> list[str]:

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 from engram.api.openapi import TOOL_ROUTE, openapi_document
 from engram.api.routes import HTTP_FUNCTIONS, PUBLIC_ROUTES, ROUTES, RouteSpec, routes_of
+from engram.api.tools import TOOL_ARGUMENTS
 from engram.local.app import FUNCTION_ROUTES
-from engram.memories.tools import TOOL_ARGUMENTS
 
 ROOT = Path(__file__).resolve().parents[3]
 

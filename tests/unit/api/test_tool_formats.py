@@ -16,12 +16,12 @@ from tests.support.unreachable import CLAIMS, UNREACHABLE
 
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.tool_calls import CALL_MODELS as ENGRAM_CALL_MODELS
+from engram.api.tools import TOOL_FORMATS, tool_definitions
 from engram.bootstrap import Container, set_container
 from engram.clock import FakeClock
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.memories.service import MemoryService
-from engram.memories.tools import TOOL_FORMATS, tool_definitions
 
 PROVIDERS = ("openai_chat", "openai_responses", "anthropic", "bedrock", "mcp")
 

@@ -9,8 +9,9 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from engram import ObservationType
+from engram.api.behaviour_inputs import Event, QueryEvent, ToolEvent
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.emission import EmissionRules, observations_from_events
-from engram.behaviour.inputs import Event, QueryEvent, ToolEvent
 
 ID = "t:u"
 NOW = 1_767_225_600_000
@@ -18,18 +19,18 @@ NOW = 1_767_225_600_000
 
 def test_query_matches_default_domains() -> None:
     out = observations_from_events(
-        ID, [QueryEvent(text="What ROYALTIES did the contract pay?")], now_ms=NOW
+        ID, [QueryAsked(text="What ROYALTIES did the contract pay?")], now_ms=NOW
     )
     assert {o.metadata["domain"] for o in out} == {"royalty", "contract"}
     assert all(o.type is ObservationType.QUERY_PATTERN and o.created_at == NOW for o in out)
-    assert observations_from_events(ID, [QueryEvent(text="hello there")], now_ms=NOW) == []
+    assert observations_from_events(ID, [QueryAsked(text="hello there")], now_ms=NOW) == []
 
 
 def test_tool_events_become_success_and_failure_except_meta_tools() -> None:
     events = [
-        ToolEvent(tool_name="run_report", ok=True, duration_ms=12),
-        ToolEvent(tool_name="run_report", ok=False, duration_ms=40, error="timeout"),
-        ToolEvent(tool_name="search_catalog", ok=True, duration_ms=1),
+        ToolRan(tool_name="run_report", ok=True, duration_ms=12),
+        ToolRan(tool_name="run_report", ok=False, duration_ms=40, error="timeout"),
+        ToolRan(tool_name="search_catalog", ok=True, duration_ms=1),
     ]
     out = observations_from_events(ID, events, now_ms=NOW)
     assert [o.type for o in out] == [ObservationType.TOOL_SUCCESS, ObservationType.TOOL_FAILURE]
@@ -59,7 +60,7 @@ def test_default_entity_rules(
     tool: str, result: object, expected: list[tuple[str, str, str | None]]
 ) -> None:
     out = observations_from_events(
-        ID, [ToolEvent(tool_name=tool, ok=True, duration_ms=1, result=result)], now_ms=NOW
+        ID, [ToolRan(tool_name=tool, ok=True, duration_ms=1, result=result)], now_ms=NOW
     )
     entities = [
         (o.metadata["entityType"], o.metadata["entityId"], o.metadata.get("entityName"))
@@ -78,8 +79,8 @@ def test_an_invalid_entity_is_skipped_and_the_rest_survives() -> None:
         ]
     }
     events = [
-        ToolEvent(tool_name="search_snowflake_schema", ok=True, duration_ms=3, result=result),
-        QueryEvent(text="royalty totals"),
+        ToolRan(tool_name="search_snowflake_schema", ok=True, duration_ms=3, result=result),
+        QueryAsked(text="royalty totals"),
     ]
     out = observations_from_events(ID, events, now_ms=NOW, batch_id="b")
     assert [o.type for o in out] == [
@@ -91,7 +92,7 @@ def test_an_invalid_entity_is_skipped_and_the_rest_survives() -> None:
 
 
 def test_failed_tool_results_yield_no_entities() -> None:
-    ev = ToolEvent(tool_name="get_account", ok=False, duration_ms=1, error="x", result={"id": "A"})
+    ev = ToolRan(tool_name="get_account", ok=False, duration_ms=1, error="x", result={"id": "A"})
     out = observations_from_events(ID, [ev], now_ms=NOW)
     assert [o.type for o in out] == [ObservationType.TOOL_FAILURE]
 
@@ -117,9 +118,9 @@ def test_rules_load_from_a_json_file(tmp_path: Path) -> None:
     )
     rules = EmissionRules.from_file(path)
     events = [
-        QueryEvent(text="taxes and royalties"),
-        ToolEvent(tool_name="run_report", ok=True, duration_ms=1),
-        ToolEvent(
+        QueryAsked(text="taxes and royalties"),
+        ToolRan(tool_name="run_report", ok=True, duration_ms=1),
+        ToolRan(
             tool_name="get_artist",
             ok=True,
             duration_ms=1,
@@ -155,7 +156,7 @@ def test_invalid_rules_are_rejected(body: dict[str, object]) -> None:
 
 
 def test_batch_ids_make_observation_ids_deterministic() -> None:
-    events = [QueryEvent(text="royalty"), ToolEvent(tool_name="t", ok=True, duration_ms=1)]
+    events = [QueryAsked(text="royalty"), ToolRan(tool_name="t", ok=True, duration_ms=1)]
     a = observations_from_events(ID, events, now_ms=NOW, batch_id="req-1")
     b = observations_from_events(ID, events, now_ms=NOW + 5, batch_id="req-1")
     c = observations_from_events(ID, events, now_ms=NOW, batch_id="req-2")

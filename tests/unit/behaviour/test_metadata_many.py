@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+from engram.api.behaviour_inputs import ObservationIn, ObservationsRequest
 from engram.api.errors import error_response
-from engram.behaviour.inputs import ObservationIn, ObservationsRequest
 from engram.behaviour.models import (
     MAX_METADATA_BYTES,
     ObservationType,

@@ -11,12 +11,12 @@ import pytest
 from tests.support.observations import IDENTITY, MakeObs
 
 from engram import InMemoryBehaviourStore
-from engram.behaviour.inputs import QueryEvent, ToolEvent
+from engram.behaviour.commands import QueryAsked, ToolRan
 from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourContext, BehaviourService
 from engram.clock import FakeClock
-from engram.errors import InvalidInput, Unavailable
+from engram.errors import InvalidInput, NotFound, Unavailable
 
 
 class Broken(InMemoryBehaviourStore):
@@ -98,8 +98,9 @@ def test_list_forget_export_erase(clock: FakeClock, make_obs: MakeObs) -> None:
     facts = svc.list_facts(IDENTITY)
     assert {f.subject for f in facts} == {"tool_affinity:a", "domain_preference:royalty"}
     assert all(f.confidence == pytest.approx(0.5 * 0.95**2) for f in facts)
-    assert svc.forget_fact(IDENTITY, "fact:tool_affinity:a") is True
-    assert svc.forget_fact(IDENTITY, "fact:tool_affinity:a") is False
+    svc.forget_fact(IDENTITY, "fact:tool_affinity:a")
+    with pytest.raises(NotFound):
+        svc.forget_fact(IDENTITY, "fact:tool_affinity:a")
     exported = svc.export(IDENTITY)
     assert [f["subject"] for f in exported["facts"]] == ["domain_preference:royalty"]
     assert exported["facts"][0]["confidence"] == 0.5
@@ -114,8 +115,8 @@ def test_observations_from_events_then_record(clock: FakeClock) -> None:
     obs = svc.observations_from_events(
         IDENTITY,
         [
-            QueryEvent(text="revenue by product"),
-            ToolEvent(tool_name="get_account", ok=True, duration_ms=3, result={"id": "A"}),
+            QueryAsked(text="revenue by product"),
+            ToolRan(tool_name="get_account", ok=True, duration_ms=3, result={"id": "A"}),
         ],
         now_ms=clock.now_ms(),
         batch_id="req-1",
@@ -126,7 +127,7 @@ def test_observations_from_events_then_record(clock: FakeClock) -> None:
             IDENTITY,
             svc.observations_from_events(
                 IDENTITY,
-                [QueryEvent(text="revenue by product")],
+                [QueryAsked(text="revenue by product")],
                 now_ms=clock.now_ms(),
                 batch_id="req-1",
             ),

@@ -4,7 +4,7 @@ consolidated by ranking, and ranking by scores alone when the behaviour store is
 from __future__ import annotations
 
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
-from engram.behaviour.inputs import ToolEvent
+from engram.behaviour.commands import RankTools, ToolRan
 from engram.behaviour.models import Fact
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
@@ -12,14 +12,14 @@ from engram.identity import Caller
 from engram.use_cases.tool_ranking import rank_tools
 
 ALICE = Caller(user_id="alice", team_id="acme")
-CATALOGUE = [("run_sql", 5.0), ("get_account", 4.5), ("search_docs", 4.2)]
+CATALOGUE = RankTools((("run_sql", 5.0), ("get_account", 4.5), ("search_docs", 4.2)))
 
 
 def behaviour_with_outcomes(store: InMemoryBehaviourStore, clock: FakeClock) -> BehaviourService:
     behaviour = BehaviourService(store, clock=clock)
     events = [
-        ToolEvent(tool_name="run_sql", ok=False, duration_ms=900, error="timeout"),
-        ToolEvent(tool_name="get_account", ok=True, duration_ms=120),
+        ToolRan(tool_name="run_sql", ok=False, duration_ms=900, error="timeout"),
+        ToolRan(tool_name="get_account", ok=True, duration_ms=120),
     ]
     now = clock.now_ms()
     behaviour.record(
@@ -71,4 +71,6 @@ def test_a_store_down_ranks_by_score_alone_and_says_so() -> None:
     clock = FakeClock()
     ranked = rank_tools(BehaviourService(DownStore(clock=clock), clock=clock), ALICE, CATALOGUE)
     assert ranked.degraded == ["behaviour:unavailable"]
-    assert [(t.name, t.affinity) for t in ranked.tools] == [(n, 0.0) for n, _ in CATALOGUE]
+    assert [(t.name, t.affinity) for t in ranked.tools] == [
+        (n, 0.0) for n, _ in CATALOGUE.candidates
+    ]

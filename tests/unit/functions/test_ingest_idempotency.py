@@ -45,11 +45,11 @@ def service(
 def test_keyless_ids_are_stable_within_a_window_and_new_in_the_next() -> None:
     clock = FakeClock()
     ingest = service(clock)
-    first = ingest.accept_events(ALICE, ROYALTIES).ids
+    first = ingest.accept_events(ALICE, ROYALTIES.command()).ids
     clock.advance(ms=10 * MINUTE - 1)
-    assert ingest.accept_events(ALICE, ROYALTIES).ids == first
+    assert ingest.accept_events(ALICE, ROYALTIES.command()).ids == first
     clock.advance(ms=1)
-    assert set(ingest.accept_events(ALICE, ROYALTIES).ids).isdisjoint(first)
+    assert set(ingest.accept_events(ALICE, ROYALTIES.command()).ids).isdisjoint(first)
 
 
 def test_a_key_keeps_its_ids_for_24_hours_then_is_free() -> None:
@@ -57,27 +57,31 @@ def test_a_key_keeps_its_ids_for_24_hours_then_is_free() -> None:
     queue = Queue()
     ingest = service(clock, queue=queue)
     clock.advance(ms=MS_PER_DAY - MINUTE)  # 23:59 UTC: the retry below crosses midnight
-    first = ingest.accept_events(ALICE, ROYALTIES, idempotency_key="k").ids
+    first = ingest.accept_events(ALICE, ROYALTIES.command(), idempotency_key="k").ids
     clock.advance(ms=MS_PER_DAY - 1)
-    assert ingest.accept_events(ALICE, ROYALTIES, idempotency_key="k").ids == first
+    assert ingest.accept_events(ALICE, ROYALTIES.command(), idempotency_key="k").ids == first
     sent = len(queue.bodies)
     with pytest.raises(IdempotencyKeyReused) as err:
-        ingest.accept_events(ALICE, CONTRACTS, idempotency_key="k")
+        ingest.accept_events(ALICE, CONTRACTS.command(), idempotency_key="k")
     assert (err.value.code, err.value.field) == ("idempotency_key_reused", "Idempotency-Key")
     assert len(queue.bodies) == sent  # nothing queued
     clock.advance(ms=1)  # 24 hours after the first use
-    assert set(ingest.accept_events(ALICE, CONTRACTS, idempotency_key="k").ids).isdisjoint(first)
+    assert set(
+        ingest.accept_events(ALICE, CONTRACTS.command(), idempotency_key="k").ids
+    ).isdisjoint(first)
 
 
 def test_keys_are_per_caller_and_route_and_ignore_surrounding_space() -> None:
     clock = FakeClock()
     ingest = service(clock)
-    first = ingest.accept_events(ALICE, ROYALTIES, idempotency_key="k").ids
-    assert ingest.accept_events(ALICE, ROYALTIES, idempotency_key=" k ").ids == first
+    first = ingest.accept_events(ALICE, ROYALTIES.command(), idempotency_key="k").ids
+    assert ingest.accept_events(ALICE, ROYALTIES.command(), idempotency_key=" k ").ids == first
     bob = Caller(user_id="bob", team_id="acme")
-    assert ingest.accept_events(bob, CONTRACTS, idempotency_key="k").accepted == 1
+    assert ingest.accept_events(bob, CONTRACTS.command(), idempotency_key="k").accepted == 1
     observations = ObservationsRequest.model_validate({"observations": [OK]})
-    assert ingest.accept_observations(ALICE, observations, idempotency_key="k").accepted == 1
+    assert (
+        ingest.accept_observations(ALICE, observations.command(), idempotency_key="k").accepted == 1
+    )
 
 
 def test_a_request_refused_for_its_input_does_not_take_the_key() -> None:
@@ -87,16 +91,16 @@ def test_a_request_refused_for_its_input_does_not_take_the_key() -> None:
         {"observations": [{**OK, "createdAt": clock.now_ms() - 31 * MS_PER_DAY}]}
     )
     with pytest.raises(InvalidInput):
-        ingest.accept_observations(ALICE, bad, idempotency_key="k")
+        ingest.accept_observations(ALICE, bad.command(), idempotency_key="k")
     good = ObservationsRequest.model_validate({"observations": [OK]})
-    assert ingest.accept_observations(ALICE, good, idempotency_key="k").accepted == 1
+    assert ingest.accept_observations(ALICE, good.command(), idempotency_key="k").accepted == 1
 
 
 def test_a_client_observation_id_is_kept_whatever_the_key() -> None:
     clock = FakeClock()
     ingest = service(clock)
     request = ObservationsRequest.model_validate({"observations": [{**OK, "id": "mine"}, OK]})
-    ids = ingest.accept_observations(ALICE, request, idempotency_key="k").ids
+    ids = ingest.accept_observations(ALICE, request.command(), idempotency_key="k").ids
     assert ids[0] == "mine"
     assert ids[1] != "mine"
 
@@ -105,13 +109,15 @@ def test_a_key_store_outage_fails_open_with_the_same_ids_that_day() -> None:
     clock = FakeClock()
     keys = InMemoryIdempotencyKeys()
     clock.advance(ms=3 * 3_600_000)
-    first = service(clock, keys).accept_events(ALICE, ROYALTIES, idempotency_key="k").ids
+    first = service(clock, keys).accept_events(ALICE, ROYALTIES.command(), idempotency_key="k").ids
     clock.advance(ms=MINUTE)
     down = service(clock, DownKeys())
     # a retry while the store is down: accepted with the ids of the key's day, stored once
-    assert down.accept_events(ALICE, ROYALTIES, idempotency_key="k").ids == first
+    assert down.accept_events(ALICE, ROYALTIES.command(), idempotency_key="k").ids == first
     # the other-body check cannot run: accepted, as new observations (documented)
-    assert set(down.accept_events(ALICE, CONTRACTS, idempotency_key="k").ids).isdisjoint(first)
+    assert set(down.accept_events(ALICE, CONTRACTS.command(), idempotency_key="k").ids).isdisjoint(
+        first
+    )
 
 
 @pytest.mark.parametrize("route", ["observations", "events"])
@@ -125,12 +131,12 @@ def test_two_bodies_under_one_key_never_share_ids_while_the_store_is_down(route:
             meta = {"toolName": "t", "durationMs": 1}
             item = {"type": "tool_success", "content": text, "metadata": meta}
             request = ObservationsRequest.model_validate({"observations": [item, item]})
-            return down.accept_observations(ALICE, request, idempotency_key="k").ids
+            return down.accept_observations(ALICE, request.command(), idempotency_key="k").ids
     else:
 
         def send(text: str) -> list[str]:
             request = EventsRequest.model_validate({"events": [{"kind": "query", "text": text}]})
-            return down.accept_events(ALICE, request, idempotency_key="k").ids
+            return down.accept_events(ALICE, request.command(), idempotency_key="k").ids
 
     first = send("my royalties?")
     clock.advance(ms=MINUTE)
@@ -144,7 +150,7 @@ def test_a_bad_key_is_422_naming_the_header() -> None:
     ingest = service(FakeClock())
     for key in ("", "   ", "x" * 129, "tab\there"):
         with pytest.raises(InvalidInput) as err:
-            ingest.accept_events(ALICE, ROYALTIES, idempotency_key=key)
+            ingest.accept_events(ALICE, ROYALTIES.command(), idempotency_key=key)
         assert err.value.field == "Idempotency-Key"
 
 
@@ -189,7 +195,7 @@ def test_a_retry_sending_its_keys_in_another_order_gets_the_same_ids(key: str | 
     def ids(meta: dict[str, object], content: str = "ok") -> list[str]:
         body = {"observations": [{"metadata": meta, "content": content, "type": "tool_success"}]}
         request = ObservationsRequest.model_validate(body)
-        return ingest.accept_observations(ALICE, request, idempotency_key=key).ids
+        return ingest.accept_observations(ALICE, request.command(), idempotency_key=key).ids
 
     first = ids(metadata)
     assert ids(reordered) == first

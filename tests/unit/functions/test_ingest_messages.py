@@ -90,7 +90,7 @@ def stored_ids(behaviour: BehaviourService, identity: str) -> list[str]:
 
 def test_a_request_is_one_message_with_its_ids(clock: FakeClock) -> None:
     queue = Queue()
-    accepted = ingest(queue, clock).accept_observations(ALICE, request(100))
+    accepted = ingest(queue, clock).accept_observations(ALICE, request(100).command())
     assert len(queue.bodies) == 1
     body = json.loads(queue.bodies[0])
     assert (body["v"], body["identityId"]) == (2, "acme:alice")
@@ -107,7 +107,9 @@ def test_a_request_past_the_message_limit_is_chunks_whose_union_is_the_request(
 ) -> None:
     queue = Queue()
     limit = 4096
-    accepted = ingest(queue, clock, limit).accept_observations(ALICE, request(100, "x" * 300))
+    accepted = ingest(queue, clock, limit).accept_observations(
+        ALICE, request(100, "x" * 300).command()
+    )
     assert len(queue.bodies) > 1
     assert all(len(b.encode()) <= limit for b in queue.bodies)
     ids = [o.id for b in queue.bodies for o in decode_message(b)[1]]
@@ -124,7 +126,7 @@ def test_events_past_the_message_limit_are_chunked_too(clock: FakeClock) -> None
     events = EventsRequest.model_validate(
         {"events": [{"kind": "query", "text": f"{text} {i}"} for i in range(50)]}
     )
-    accepted = ingest(queue, clock, 4096).accept_events(ALICE, events)
+    accepted = ingest(queue, clock, 4096).accept_events(ALICE, events.command())
     assert len(queue.bodies) > 1
     assert [o.id for b in queue.bodies for o in decode_message(b)[1]] == accepted.ids
 
@@ -161,7 +163,7 @@ def test_a_batch_of_mixed_identities_is_one_store_call_per_identity(
     service = ingest(queue, clock)
     ids = {}
     for caller in (ALICE, BOB, ALICE, CAROL, BOB, ALICE):
-        accepted = service.accept_observations(caller, request(10))
+        accepted = service.accept_observations(caller, request(10).command())
         clock.advance(ms=600_001)  # a new retry window: new ids for the same body
         ids.setdefault(caller.identity_id, []).extend(accepted.ids)
     record = Recorder(behaviour)
@@ -179,7 +181,7 @@ def test_one_identity_failing_reports_only_its_messages(
     queue = Queue()
     service = ingest(queue, clock)
     for caller in (ALICE, BOB, ALICE, CAROL):
-        service.accept_observations(caller, request(5))
+        service.accept_observations(caller, request(5).command())
         clock.advance(ms=600_001)
     messages = messages_of(queue)
     outcome = store_batch(one_call_each(Recorder(behaviour, down=["acme:alice"])), messages)
@@ -195,8 +197,8 @@ def test_one_identity_failing_reports_only_its_messages(
 def test_a_redelivered_batch_adds_nothing(clock: FakeClock, behaviour: BehaviourService) -> None:
     queue = Queue()
     service = ingest(queue, clock)
-    service.accept_observations(ALICE, request(20))
-    service.accept_observations(BOB, request(20))
+    service.accept_observations(ALICE, request(20).command())
+    service.accept_observations(BOB, request(20).command())
     first = store_batch(one_call_each(behaviour.record), messages_of(queue))
     assert (first.stored, first.failed) == (40, {})
     again = store_batch(one_call_each(behaviour.record), messages_of(queue))
@@ -209,7 +211,7 @@ def test_a_redelivered_batch_adds_nothing(clock: FakeClock, behaviour: Behaviour
 
 def test_old_and_new_shapes_in_one_batch(clock: FakeClock, behaviour: BehaviourService) -> None:
     queue = Queue()
-    accepted = ingest(queue, clock).accept_observations(ALICE, request(3))
+    accepted = ingest(queue, clock).accept_observations(ALICE, request(3).command())
     old = [
         Observation.model_validate(
             {**item(i), "id": f"old-{i}", "identityId": ident, "createdAt": clock.now_ms()}
@@ -227,7 +229,7 @@ def test_old_and_new_shapes_in_one_batch(clock: FakeClock, behaviour: BehaviourS
 
 def test_a_bad_message_fails_alone(clock: FakeClock, behaviour: BehaviourService) -> None:
     queue = Queue()
-    ingest(queue, clock).accept_observations(ALICE, request(2))
+    ingest(queue, clock).accept_observations(ALICE, request(2).command())
     bad = [
         ("not-json", "{not json"),
         ("not-an-object", "[1]"),
@@ -267,7 +269,7 @@ def test_record_many_writes_every_identity_in_one_store_call(clock: FakeClock) -
     queue = Queue()
     service = ingest(queue, clock)
     for caller in (ALICE, BOB, CAROL, ALICE):
-        service.accept_observations(caller, request(5))
+        service.accept_observations(caller, request(5).command())
         clock.advance(ms=600_001)
     outcome = store_batch(behaviour.record_many, messages_of(queue))
     assert store.calls == [["acme:alice", "acme:bob", "acme:carol"]]  # one call, all of them

@@ -13,6 +13,7 @@ import pytest
 from engram.adapters.erasure_log import InMemoryErasureLog
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
+from engram.api.memory_inputs import PersonaRequest
 from engram.api.models import EventsRequest, ObservationsRequest
 from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
@@ -21,7 +22,7 @@ from engram.clock import FakeClock
 from engram.errors import Forbidden, InvalidInput, RateLimited, Unavailable
 from engram.extraction.models import TranscriptRequest
 from engram.identity import Caller
-from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest, PersonaRequest
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 from engram.use_cases.ingest import IngestService
@@ -50,7 +51,7 @@ def services() -> tuple[BehaviourService, MemoryService]:
 
 def test_session_has_both_sections_in_order() -> None:
     behaviour, memories = services()
-    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix"))
+    memories.save(ALICE, SaveMemory(key="editor", value="helix"))
     behaviour.record(
         ALICE.identity_id,
         [
@@ -125,7 +126,7 @@ class SlowStore(InMemoryBehaviourStore):
 
 def test_failing_consolidation_degrades_to_behaviour_unavailable() -> None:
     _, memories = services()
-    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix"))
+    memories.save(ALICE, SaveMemory(key="editor", value="helix"))
     context = SessionService(BehaviourService(BrokenStore()), memories).start(ALICE)
     assert context.degraded == ["behaviour:unavailable"]
     assert (context.facts, context.facts_section, context.tool_affinities) == ([], "", {})
@@ -164,13 +165,15 @@ def test_ingest_ids_are_deterministic_and_keyed() -> None:
             ]
         }
     )
-    first = ingest.accept_observations(ALICE, request)
-    assert first.ids == ingest.accept_observations(ALICE, request).ids
-    assert first.ids != ingest.accept_observations(ALICE, request, idempotency_key="a").ids
+    first = ingest.accept_observations(ALICE, request.command())
+    assert first.ids == ingest.accept_observations(ALICE, request.command()).ids
+    assert (
+        first.ids != ingest.accept_observations(ALICE, request.command(), idempotency_key="a").ids
+    )
     bob = Caller(user_id="bob", team_id="acme")
-    assert first.ids != ingest.accept_observations(bob, request).ids
+    assert first.ids != ingest.accept_observations(bob, request.command()).ids
     with pytest.raises(InvalidInput) as err:
-        ingest.accept_observations(ALICE, request, idempotency_key="x" * 200)
+        ingest.accept_observations(ALICE, request.command(), idempotency_key="x" * 200)
     assert err.value.field == "Idempotency-Key"
 
 
@@ -188,17 +191,17 @@ def test_ingest_refuses_created_at_outside_the_retention_window() -> None:
 
     for created in (now - 31 * day, now + 5 * 60_000 + 1):
         with pytest.raises(InvalidInput) as err:
-            ingest.accept_observations(ALICE, request(created))
+            ingest.accept_observations(ALICE, request(created).command())
         assert err.value.field == "observations.1.createdAt"
     assert queue.bodies == []
     for created in (now - 30 * day, now + 5 * 60_000):
-        assert ingest.accept_observations(ALICE, request(created)).accepted == 2
+        assert ingest.accept_observations(ALICE, request(created).command()).accepted == 2
 
 
 def test_ingest_without_a_queue_is_unavailable() -> None:
     events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
     with pytest.raises(Unavailable):
-        IngestService(None, **WINDOWS).accept_events(ALICE, events)
+        IngestService(None, **WINDOWS).accept_events(ALICE, events.command())
 
 
 def test_in_memory_erasure_log() -> None:
@@ -223,7 +226,7 @@ def test_a_refused_rate_limit_queues_nothing() -> None:
     queue = Queue()
     events = EventsRequest.model_validate({"events": [{"kind": "query", "text": "revenue"}]})
     with pytest.raises(RateLimited):
-        IngestService(queue, limiter=Refuse(), **WINDOWS).accept_events(ALICE, events)
+        IngestService(queue, limiter=Refuse(), **WINDOWS).accept_events(ALICE, events.command())
     assert queue.bodies == []
 
 
@@ -254,8 +257,8 @@ def test_a_session_checks_persona_and_team_once() -> None:
     store = CountingStore(clock)
     memories = MemoryService(store, store, settings=Settings(), clock=clock)
     admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
-    memories.put_persona(admin, "helper", PersonaRequest())
-    memories.save(ALICE, MemorySaveRequest(key="editor", value="helix", persona_id="helper"))
+    memories.personas.put_persona(admin, PersonaRequest().command("helper"))
+    memories.save(ALICE, SaveMemory(key="editor", value="helix", persona_id="helper"))
     store.reads = dict.fromkeys(store.reads, 0)
     behaviour = BehaviourService(InMemoryBehaviourStore(clock=clock), clock=clock)
     context = SessionService(behaviour, memories).start(ALICE, persona_id="helper", query="editor")
@@ -270,7 +273,7 @@ def test_recall_each_refuses_two_personas() -> None:
     with pytest.raises(ValueError, match="same persona"):
         memories.recall_each(
             ALICE,
-            [MemoryRecallQuery(persona_id="a"), MemoryRecallQuery(persona_id="b")],
+            [Recall(persona_id="a"), Recall(persona_id="b")],
         )
 
 
@@ -279,7 +282,7 @@ def test_a_transcript_naming_a_persona_is_checked_before_it_is_charged_or_queued
     store = InMemoryMemoryStore(clock)
     memories = MemoryService(store, store, settings=Settings(), clock=clock)
     admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
-    memories.put_persona(admin, "closed", PersonaRequest(allowed_groups=["staff"]))
+    memories.personas.put_persona(admin, PersonaRequest(allowed_groups=["staff"]).command("closed"))
     charged: list[int] = []
 
     class Limiter:
@@ -292,7 +295,7 @@ def test_a_transcript_naming_a_persona_is_checked_before_it_is_charged_or_queued
         extraction_queue=queue,
         clock=clock,
         limiter=Limiter(),
-        persona_access=memories.check_persona_access,
+        persona_access=memories.core.check_persona_access,
         **WINDOWS,
     )
     messages = [{"role": "user", "content": "I use helix"}]

@@ -13,8 +13,8 @@ from engram.clock import FakeClock
 from engram.identity import Caller
 from engram.maintenance import MaintenanceJob, RetentionPolicy
 from engram.maintenance.bridges import BehaviourStoreMaintenance, MemoryStoreMaintenance
-from engram.memories.inputs import MemorySaveRequest
-from engram.memories.models import Status
+from engram.memories.commands import SaveMemory
+from engram.memories.models import Scope, Status
 from engram.memories.privacy import system_context
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -51,7 +51,7 @@ class World:
             monotonic=FakeClock(0),
             state=FakeState(),
             behaviour=BehaviourStoreMaintenance(self.behaviour, ExponentialDecay()),
-            memories=MemoryStoreMaintenance(self.memories, self.memstore),
+            memories=MemoryStoreMaintenance(self.memories.jobs, self.memstore),
             policies=self.policies,
             erasures=self.erasures,
         )
@@ -68,7 +68,7 @@ def test_leftovers_that_predate_an_erasure_are_purged_and_new_life_is_kept() -> 
     w = World()
     for who in (GONE, BACK):
         w.behaviour.append(who.identity_id, [obs(who, T0 - DAY)])
-        w.memories.save(who, MemorySaveRequest(key="pet", value="a cat"))
+        w.memories.save(who, SaveMemory(key="pet", value="a cat"))
     w.clock.advance(seconds=10)
     erased_at = {who.user_id: w.erase(who) for who in (GONE, BACK)}
     w.clock.advance(seconds=10)
@@ -77,7 +77,7 @@ def test_leftovers_that_predate_an_erasure_are_purged_and_new_life_is_kept() -> 
     w.behaviour.append(BACK.identity_id, [obs(BACK, erased_at["back"] - 5_000, "late")])
     # "back" returns and uses the product again
     w.behaviour.append(BACK.identity_id, [obs(BACK, w.clock.now_ms(), "fresh")])
-    w.memories.save(BACK, MemorySaveRequest(key="drink", value="tea"))
+    w.memories.save(BACK, SaveMemory(key="drink", value="tea"))
 
     report = w.job().run(remaining_ms=60_000)
 
@@ -95,14 +95,12 @@ def test_leftovers_that_predate_an_erasure_are_purged_and_new_life_is_kept() -> 
 
 def test_a_memory_written_before_the_erasure_but_missed_by_it_is_purged() -> None:
     w = World()
-    w.memories.save(
-        GONE, MemorySaveRequest(key="pet", value="a cat")
-    )  # e.g. a write racing the erase
+    w.memories.save(GONE, SaveMemory(key="pet", value="a cat"))  # e.g. a write racing the erase
     w.clock.advance(seconds=1)
     w.erasures.record("t1", "gone", w.clock.now_ms())
     w.clock.advance(seconds=1)
     w.memories.save(
-        GONE, MemorySaveRequest(key="drink", value="tea")
+        GONE, SaveMemory(key="drink", value="tea")
     )  # after the erasure: the user came back
 
     report = w.job().run(remaining_ms=60_000)
@@ -120,16 +118,12 @@ def test_persona_policy_archives_and_deletes_only_that_personas_memories() -> No
             )
         ]
     )
-    in_p = w.memories.save(
-        BACK, MemorySaveRequest(key="style", value="short answers", persona_id="p")
-    )[0]
-    in_q = w.memories.save(
-        BACK, MemorySaveRequest(key="style", value="long answers", persona_id="q")
-    )[0]
+    in_p = w.memories.save(BACK, SaveMemory(key="style", value="short answers", persona_id="p"))[0]
+    in_q = w.memories.save(BACK, SaveMemory(key="style", value="long answers", persona_id="q"))[0]
     shared = w.memories.save(
-        ADMIN, MemorySaveRequest(key="tone", value="formal", persona_id="p", scope="persona")
+        ADMIN, SaveMemory(key="tone", value="formal", persona_id="p", scope=Scope.PERSONA)
     )[0]
-    mine = w.memories.save(BACK, MemorySaveRequest(key="pet", value="a cat"))[0]
+    mine = w.memories.save(BACK, SaveMemory(key="pet", value="a cat"))[0]
     ctx = system_context("t1")
 
     w.clock.advance(days=6)

@@ -42,28 +42,28 @@ def _service(**settings: object) -> MemoryService:
 
 
 def _pending(service: MemoryService) -> list[Memory]:
-    return list(service.list_pending(ADMIN).memories)
+    return list(service.review.list_pending(ADMIN).memories)
 
 
 def test_created_then_refreshed_then_dropped_once_approved() -> None:
     service = _service()
-    sink = MemoryProposalSink(service)
+    sink = MemoryProposalSink(service.jobs)
     assert sink.propose(_job(), _proposal("allergy", "peanuts")) == "created"
     assert sink.propose(_job(), _proposal("allergy", "peanuts and shellfish")) == "refreshed"
     [pending] = _pending(service)
     assert (pending.value, pending.status) == ("peanuts and shellfish", Status.PENDING_REVIEW)
-    service.approve(ADMIN, pending.id)
+    service.review.approve(ADMIN, pending.id)
     assert sink.propose(_job(), _proposal("allergy", "nothing")) == "dropped"
 
 
 def test_rejected_key_is_dropped_and_memory_off_drops_everything() -> None:
     service = _service()
-    sink = MemoryProposalSink(service)
+    sink = MemoryProposalSink(service.jobs)
     assert sink.propose(_job(), _proposal("pet", "a cat")) == "created"
-    service.reject(ADMIN, _pending(service)[0].id)
+    service.review.reject(ADMIN, _pending(service)[0].id)
     assert sink.propose(_job(), _proposal("pet", "a cat")) == "dropped"
     assert (
-        MemoryProposalSink(_service(memory_enabled=False)).propose(
+        MemoryProposalSink(_service(memory_enabled=False).jobs).propose(
             _job(), _proposal("pet", "a dog")
         )
         == "dropped"
@@ -72,17 +72,17 @@ def test_rejected_key_is_dropped_and_memory_off_drops_everything() -> None:
 
 def test_propose_outcome_returns_the_stored_memory_and_propose_stays_compatible() -> None:
     service = _service()
-    first = service.propose_outcome("t1", "alice", None, "editor", "nano", 0.6, "c1")
+    first = service.jobs.propose_outcome("t1", "alice", None, "editor", "nano", 0.6, "c1")
     assert first.outcome == "created"
     assert first.memory is not None
     assert first.memory.source_channel_id == "c1"
-    again = service.propose("t1", "alice", None, "editor", "vim", 0.7, "c2")
+    again = service.jobs.propose("t1", "alice", None, "editor", "vim", 0.7, "c2")
     assert again is not None
     assert again.id == first.memory.id
     assert again.value == "vim"
-    service.approve(ADMIN, first.memory.id)
-    assert service.propose("t1", "alice", None, "editor", "emacs", 0.7, "c3") is None
-    dropped = service.propose_outcome("t1", "alice", None, "editor", "emacs", 0.7, "c3")
+    service.review.approve(ADMIN, first.memory.id)
+    assert service.jobs.propose("t1", "alice", None, "editor", "emacs", 0.7, "c3") is None
+    dropped = service.jobs.propose_outcome("t1", "alice", None, "editor", "emacs", 0.7, "c3")
     assert (dropped.outcome, dropped.memory) == ("dropped", None)
 
 
@@ -91,7 +91,7 @@ def test_a_proposal_after_the_users_erasure_creates_nothing() -> None:
     log = InMemoryErasureLog()
     store = InMemoryMemoryStore(clock, erasures=log)
     service = MemoryService(store, store, settings=Settings(), clock=clock)
-    sink = MemoryProposalSink(service, erasures=log)
+    sink = MemoryProposalSink(service.jobs, erasures=log)
     job = _job()  # queued at 1
     assert not sink.is_erased("t1", "alice", job.queued_at)  # the drain's check passes
     log.record("t1", "alice", 5_000)  # DELETE /v1/me lands between the check and the write

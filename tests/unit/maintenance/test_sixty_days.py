@@ -17,7 +17,7 @@ from engram.clock import FakeClock
 from engram.identity import Caller
 from engram.maintenance import MaintenanceConfig, MaintenanceJob, RetentionPolicy
 from engram.maintenance.bridges import BehaviourStoreMaintenance, MemoryStoreMaintenance
-from engram.memories.inputs import MemorySaveRequest
+from engram.memories.commands import SaveMemory
 from engram.memories.models import Status
 from engram.memories.privacy import system_context
 from engram.memories.service import MemoryService
@@ -76,7 +76,7 @@ def test_sixty_days_reinforce_decay_expire_prune_and_retention() -> None:
         monotonic=FakeClock(0),  # the budget never runs out here
         state=state,
         behaviour=BehaviourStoreMaintenance(behaviour, decay),
-        memories=MemoryStoreMaintenance(memories, memstore),
+        memories=MemoryStoreMaintenance(memories.jobs, memstore),
         policies=FakePolicies(
             [RetentionPolicy(team_id="t1", archive_after_days=20, delete_archived_after_days=10)]
         ),
@@ -102,12 +102,12 @@ def test_sixty_days_reinforce_decay_expire_prune_and_retention() -> None:
         if day in (0, 2, 4):
             session(LEAVER, day, domain=day == 0)
         if day == 0:
-            leaver_memory = memories.save(
-                LEAVER, MemorySaveRequest(key="pet", value="a cat called Tom")
-            )[0].id
+            leaver_memory = memories.save(LEAVER, SaveMemory(key="pet", value="a cat called Tom"))[
+                0
+            ].id
         if day % 3 == 0:
             session(REGULAR, day, domain=False)
-            memories.save(REGULAR, MemorySaveRequest(key="tool", value=f"search, as of day {day}"))
+            memories.save(REGULAR, SaveMemory(key="tool", value=f"search, as of day {day}"))
 
         clock.set(START + day * DAY + 12 * HOUR)
         report = job.run(remaining_ms=60_000)

@@ -6,7 +6,7 @@ import sys
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.clock import FakeClock
 from engram.identity import Caller
-from engram.memories.inputs import MemoryRecallQuery, MemorySaveRequest
+from engram.memories.commands import Recall, SaveMemory
 from engram.memories.recall import HashingEmbedder
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -28,23 +28,15 @@ def service(embedder: object = None) -> MemoryService:
 
 def test_embedder_outage_degrades_to_keyword_recall() -> None:
     svc = service(BrokenEmbedder())
-    svc.save(ALICE, MemorySaveRequest(key="city", value="lives in Lyon"))
-    assert [m.value for m in svc.recall(ALICE, MemoryRecallQuery(query="lyon"))] == [
-        "lives in Lyon"
-    ]
+    svc.save(ALICE, SaveMemory(key="city", value="lives in Lyon"))
+    assert [m.value for m in svc.recall(ALICE, Recall(query="lyon"))] == ["lives in Lyon"]
 
 
 def test_vector_and_keyword_agree_with_the_test_embedder() -> None:
     svc = service(HashingEmbedder(32))
-    svc.save(ALICE, MemorySaveRequest(key="city", value="lives in Lyon"))
-    svc.save(ALICE, MemorySaveRequest(key="pet", value="a cat"))
-    assert [m.value for m in svc.recall(ALICE, MemoryRecallQuery(query="Lyon city"))] == [
-        "lives in Lyon"
-    ]
-
-
-def test_tool_definitions_through_the_service() -> None:
-    assert service().tool_definitions("anthropic")[0]["name"] == "memory_save"
+    svc.save(ALICE, SaveMemory(key="city", value="lives in Lyon"))
+    svc.save(ALICE, SaveMemory(key="pet", value="a cat"))
+    assert [m.value for m in svc.recall(ALICE, Recall(query="Lyon city"))] == ["lives in Lyon"]
 
 
 def test_domain_imports_no_infrastructure_and_connects_nothing() -> None:

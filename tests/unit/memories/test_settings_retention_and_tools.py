@@ -4,18 +4,29 @@ store."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.errors import error_response
+from engram.api.memory_inputs import PersonaRequest, TeamSettingsRequest
+from engram.api.tools import tool_command
 from engram.clock import FakeClock
 from engram.errors import Forbidden
 from engram.identity import Caller
-from engram.memories.inputs import PersonaRequest, TeamSettingsRequest
-from engram.memories.models import RetentionRule
+from engram.memories.models import RetentionRules, ToolResult
 from engram.memories.service import MemoryService
 from engram.settings import Settings
+
+
+def call_tool(
+    svc: MemoryService, caller: Caller, name: str, arguments: dict[str, Any], **ids: str | None
+) -> ToolResult:
+    """A model's tool call as the edge makes it: arguments validated once, then executed."""
+    return svc.tools.execute(caller, tool_command(name, arguments, **ids))
+
 
 ADMIN = Caller(user_id="root", team_id="t1", is_team_admin=True)
 ALICE = Caller(user_id="alice", team_id="t1")
@@ -30,35 +41,40 @@ def service() -> MemoryService:
 def test_persona_retention_kept_when_left_out_and_cleared_with_none(
     service: MemoryService,
 ) -> None:
-    set_ = service.put_persona(
-        ADMIN, "chef", PersonaRequest.model_validate({"retention": {"archiveAfterDays": 30}})
+    set_ = service.personas.put_persona(
+        ADMIN,
+        PersonaRequest.model_validate({"retention": {"archiveAfterDays": 30}}).command("chef"),
     )
-    assert set_.retention == RetentionRule(archive_after_days=30)
-    kept = service.put_persona(
-        ADMIN, "chef", PersonaRequest.model_validate({"memoryEnabled": False})
+    assert set_.retention == RetentionRules(archive_after_days=30)
+    kept = service.personas.put_persona(
+        ADMIN, PersonaRequest.model_validate({"memoryEnabled": False}).command("chef")
     )
     assert (kept.memory_enabled, kept.retention.archive_after_days) == (False, 30)
-    assert service.get_persona(ADMIN, "chef").retention.archive_after_days == 30
-    cleared = service.put_persona(ADMIN, "chef", PersonaRequest.model_validate({"retention": None}))
-    assert cleared.retention == RetentionRule()
+    assert service.personas.get_persona(ADMIN, "chef").retention.archive_after_days == 30
+    cleared = service.personas.put_persona(
+        ADMIN, PersonaRequest.model_validate({"retention": None}).command("chef")
+    )
+    assert cleared.retention == RetentionRules()
 
 
 def test_team_retention_kept_when_left_out_and_cleared_with_none(service: MemoryService) -> None:
-    assert service.get_team_settings(ADMIN).retention == RetentionRule()
+    assert service.personas.get_team_settings(ADMIN).retention == RetentionRules()
     rule = {"archiveAfterDays": 90, "deleteArchivedAfterDays": 30}
-    saved = service.put_team_settings(
-        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=rule)
+    saved = service.personas.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=rule).command()
     )
-    assert saved.retention == RetentionRule(archive_after_days=90, delete_archived_after_days=30)
-    kept = service.put_team_settings(ADMIN, TeamSettingsRequest(memory_enabled=False))
+    assert saved.retention == RetentionRules(archive_after_days=90, delete_archived_after_days=30)
+    kept = service.personas.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=False).command()
+    )
     assert kept.retention == saved.retention
-    assert service.get_team_settings(ADMIN).memory_enabled is False
-    cleared = service.put_team_settings(
-        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=None)
+    assert service.personas.get_team_settings(ADMIN).memory_enabled is False
+    cleared = service.personas.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention=None).command()
     )
-    assert cleared.retention == RetentionRule()
+    assert cleared.retention == RetentionRules()
     with pytest.raises(Forbidden):
-        service.get_team_settings(ALICE)
+        service.personas.get_team_settings(ALICE)
 
 
 @pytest.mark.parametrize(
@@ -73,8 +89,8 @@ def test_team_retention_kept_when_left_out_and_cleared_with_none(service: Memory
 def test_bad_team_retention_names_the_field_and_stores_nothing(
     service: MemoryService, rule: dict[str, object], field: str
 ) -> None:
-    service.put_team_settings(
-        ADMIN, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5})
+    service.personas.put_team_settings(
+        ADMIN, TeamSettingsRequest(memory_enabled=True, retention={"archiveAfterDays": 5}).command()
     )
     # the request model is the one rule: a bad rule never becomes a request the service sees
     with pytest.raises(ValidationError) as error:
@@ -82,15 +98,19 @@ def test_bad_team_retention_names_the_field_and_stores_nothing(
             {"memoryEnabled": False, "retention": rule}, by_alias=True, by_name=False
         )
     assert error_response(error.value).details[0]["field"] == field
-    stored = service.get_team_settings(ADMIN)
+    stored = service.personas.get_team_settings(ADMIN)
     assert (stored.memory_enabled, stored.retention.archive_after_days) == (True, 5)
 
 
 def test_memory_save_tool_keeps_the_source_channel(service: MemoryService) -> None:
-    result = service.execute_tool(
-        ALICE, "memory_save", {"key": "editor", "value": "helix"}, source_channel_id="conv-7"
+    result = call_tool(
+        service,
+        ALICE,
+        "memory_save",
+        {"key": "editor", "value": "helix"},
+        source_channel_id="conv-7",
     )
     assert result.ok
     assert result.memories[0].source_channel_id == "conv-7"
-    recalled = service.execute_tool(ALICE, "memory_recall", {}, source_channel_id="conv-8")
+    recalled = call_tool(service, ALICE, "memory_recall", {}, source_channel_id="conv-8")
     assert [m.source_channel_id for m in recalled.memories] == ["conv-7"]

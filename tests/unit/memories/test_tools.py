@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from engram.api.tools import parse_recall_args, parse_save_args, tool_definitions
 from engram.errors import InvalidInput
-from engram.memories.tools import parse_recall_args, parse_save_args, tool_definitions
 
 
 def test_json_schema_definitions() -> None:

@@ -12,8 +12,7 @@ from psycopg.rows import dict_row
 from engram.adapters.postgres.outbox import append_team_settings_changed
 from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
-from engram.memories.inputs import ExtractionConfig, RetentionRule
-from engram.memories.models import Persona, TeamSettings
+from engram.memories.models import ExtractionSettings, Persona, RetentionRules, TeamSettings
 from engram.memories.ports import AccessContext
 
 
@@ -23,8 +22,10 @@ def _persona(r: dict[str, Any]) -> Persona:
         team_id=r["team_id"],
         allowed_groups=list(r["allowed_groups"]),
         memory_enabled=r["memory_enabled"],
-        extraction=ExtractionConfig(enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]),
-        retention=RetentionRule(
+        extraction=ExtractionSettings(
+            enabled=r["extraction_enabled"], prompt=r["extraction_prompt"]
+        ),
+        retention=RetentionRules(
             archive_after_days=r["archive_after_days"],
             delete_archived_after_days=r["delete_archived_after_days"],
         ),
@@ -101,7 +102,7 @@ class PostgresPersonaStore:
             team_id=ctx.team_id,
             memory_enabled=r[0],
             updated_at=r[1],
-            retention=RetentionRule(archive_after_days=r[2], delete_archived_after_days=r[3]),
+            retention=RetentionRules(archive_after_days=r[2], delete_archived_after_days=r[3]),
         )
 
     def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:

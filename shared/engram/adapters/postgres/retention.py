@@ -16,8 +16,7 @@ from engram.adapters.postgres.pool import Database
 from engram.clock import Clock, SystemClock
 from engram.errors import InvalidInput
 from engram.maintenance.models import RetentionPolicy
-from engram.memories.inputs import RetentionRule
-from engram.memories.models import TeamSettings
+from engram.memories.models import RetentionRules, TeamSettings
 from engram.memories.ports import AccessContext
 
 _NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
@@ -89,7 +88,7 @@ class PostgresRetentionPolicies:
                 team = TeamSettings(
                     team_id=ctx.team_id,
                     memory_enabled=row[0],
-                    retention=RetentionRule(
+                    retention=RetentionRules(
                         archive_after_days=archive, delete_archived_after_days=delete
                     ),
                 )

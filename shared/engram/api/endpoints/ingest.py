@@ -24,7 +24,7 @@ from engram.api.web import Reply, Request, path_param
 
 def post_observations(req: Request) -> Reply:
     caller = req.caller
-    body = req.body(ObservationsRequest)
+    body = req.body(ObservationsRequest).command()
     accepted = req.container.ingest.accept_observations(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )
@@ -37,7 +37,7 @@ def post_observations(req: Request) -> Reply:
 
 def post_events(req: Request) -> Reply:
     caller = req.caller
-    body = req.body(EventsRequest)
+    body = req.body(EventsRequest).command()
     accepted = req.container.ingest.accept_events(
         caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
     )

@@ -51,12 +51,13 @@ from engram.api.tool_calls import (
     ToolCallQuery,
     ToolsQuery,
     agreed,
-    call_arguments,
     checked_name,
+    provider_call_command,
     render_result,
 )
+from engram.api.tools import tool_command, tool_definitions
 from engram.api.web import Reply, Request, path_param
-from engram.memories.models import Memory
+from engram.memories.models import Memory, ToolResult
 from engram.use_cases.tool_ranking import rank_tools
 
 _id = path_param  # every path id is checked by its rule (engram.api.models.PATH_PARAMETERS)
@@ -91,46 +92,46 @@ def get_health(req: Request) -> Reply:
 
 # --- facts ---------------------------------------------------------------------------------
 def get_facts(req: Request) -> Reply:
-    return Reply(200, facts_response(req.container.facts.list(req.caller)))
+    return Reply(200, facts_response(req.container.behaviour.list_facts(req.caller.identity_id)))
 
 
 def delete_fact(req: Request, fact_id: str) -> Reply:
     caller = req.caller
-    req.container.facts.forget(caller, _id("factId", fact_id))
+    req.container.behaviour.forget_fact(caller.identity_id, _id("factId", fact_id))
     return Reply(204)
 
 
 # --- memories ------------------------------------------------------------------------------
 def post_memory(req: Request) -> Reply:
     caller = req.caller
-    memory, created = req.container.memory_use_cases.save(caller, req.body(MemorySaveRequest))
+    memory, created = req.container.memories.save(caller, req.body(MemorySaveRequest).command())
     return _one(201 if created else 200, memory, metrics={"MemoriesSaved": 1})
 
 
 def get_memories(req: Request) -> Reply:
     caller = req.caller
-    found = req.container.memory_use_cases.recall(
-        caller, MemoryRecallQuery.model_validate(req.query())
+    found = req.container.memories.recall(
+        caller, MemoryRecallQuery.model_validate(req.query()).command()
     )
     return Reply(200, memory_list(found))
 
 
 def get_memory_list(req: Request) -> Reply:
-    query = MemoryListQuery.model_validate(req.query())
-    return Reply(200, memory_page(req.container.memory_use_cases.page(req.caller, query)))
+    query = MemoryListQuery.model_validate(req.query()).command()
+    return Reply(200, memory_page(req.container.memories.list_memories(req.caller, query)))
 
 
 def get_memory(req: Request, memory_id: str) -> Reply:
     caller = req.caller
-    return _one(200, req.container.memory_use_cases.get(caller, _id("id", memory_id)))
+    return _one(200, req.container.memories.get(caller, _id("id", memory_id)))
 
 
 def patch_memory(req: Request, memory_id: str) -> Reply:
     caller = req.caller
     memory_id = _id("id", memory_id)
     versions = if_match_versions(req.header("if-match"))
-    patch = req.body(MemoryPatchRequest)
-    memories = req.container.memory_use_cases
+    patch = req.body(MemoryPatchRequest).command()
+    memories = req.container.memories
     return _one(200, memories.update(caller, memory_id, patch, if_versions=versions))
 
 
@@ -138,7 +139,7 @@ def delete_memory(req: Request, memory_id: str) -> Reply:
     caller = req.caller
     memory_id = _id("id", memory_id)
     versions = if_match_versions(req.header("if-match"))
-    req.container.memory_use_cases.delete(caller, memory_id, if_versions=versions)
+    req.container.memories.delete(caller, memory_id, if_versions=versions)
     return Reply(204)
 
 
@@ -146,13 +147,13 @@ def archive_memory(req: Request, memory_id: str) -> Reply:
     caller = req.caller
     memory_id = _id("id", memory_id)
     versions = if_match_versions(req.header("if-match"))
-    memories = req.container.memory_use_cases
+    memories = req.container.memories
     return _one(200, memories.archive(caller, memory_id, if_versions=versions))
 
 
 def get_memory_history(req: Request, memory_id: str) -> Reply:
     memory_id = _id("id", memory_id)
-    actions = req.container.memory_use_cases.history(req.caller, memory_id)
+    actions = req.container.memories.review.history(req.caller, memory_id)
     return Reply(200, memory_history(memory_id, actions))
 
 
@@ -160,54 +161,45 @@ def get_memory_history(req: Request, memory_id: str) -> Reply:
 def get_tools(req: Request) -> Reply:
     _ = req.caller
     fmt = ToolsQuery.model_validate(req.query()).format
-    return Reply(200, tools_response(fmt, req.container.memory_use_cases.tools(fmt)))
+    return Reply(200, tools_response(fmt, tool_definitions(fmt)))
 
 
 def post_tools_rank(req: Request) -> Reply:
     caller = req.caller
-    body = req.body(ToolRankRequest)
-    candidates = [(c.name, c.score) for c in body.candidates]
-    return Reply(200, tool_rank_response(rank_tools(req.container.behaviour, caller, candidates)))
+    ranking = rank_tools(req.container.behaviour, caller, req.body(ToolRankRequest).command())
+    return Reply(200, tool_rank_response(ranking))
 
 
 def post_tool(req: Request, name: str) -> Reply:
     caller = req.caller
     name = _id("name", name)
     query = ToolCallQuery.model_validate(req.query())
-    memories = req.container.memory_use_cases
+    tools = req.container.memories.tools
     if query.format == "json_schema":
         body = req.body(ToolCallRequest, empty_as_object=True)
-        result = memories.call_tool(
-            caller,
+        command = tool_command(
             name,
-            dict(body.arguments),
+            body.arguments,
             persona_id=agreed("personaId", body.persona_id, query.persona_id),
             source_channel_id=agreed(
                 "sourceChannelId", body.source_channel_id, query.source_channel_id
             ),
         )
-        return Reply(200, tool_call_response(result))
+        return Reply(200, tool_call_response(tools.execute(caller, command)))
     call = req.body(CALL_MODELS[query.format])
     checked_name(call, name)
-    arguments = call_arguments(call, name)
-    if not isinstance(arguments, dict):  # the model's arguments are not an object
-        return Reply(200, render_result(query.format, call.call_id(), arguments))
-    result = memories.call_tool(
-        caller,
-        name,
-        arguments,
-        persona_id=query.persona_id,
-        source_channel_id=query.source_channel_id,
-        errors_as_results=True,
-    )
+    called = provider_call_command(call, name, query.persona_id, query.source_channel_id)
+    if isinstance(called, ToolResult):  # the model's arguments are refused: it reads why
+        return Reply(200, render_result(query.format, call.call_id(), called))
+    result = tools.execute(caller, called, errors_as_results=True)
     return Reply(200, render_result(query.format, call.call_id(), result))
 
 
 # --- review --------------------------------------------------------------------------------
 def get_review(req: Request) -> Reply:
     caller = req.caller
-    page = req.container.memory_use_cases.pending(
-        caller, ReviewListQuery.model_validate(req.query())
+    page = req.container.memories.review.list_pending(
+        caller, ReviewListQuery.model_validate(req.query()).command()
     )
     return Reply(200, review_page(page))
 
@@ -215,49 +207,50 @@ def get_review(req: Request) -> Reply:
 def approve(req: Request, memory_id: str) -> Reply:
     caller = req.caller
     memory_id = _id("id", memory_id)
-    body = req.body(ApproveRequest, empty_as_object=True)
-    return _one(200, req.container.memory_use_cases.approve(caller, memory_id, body))
+    edit = req.body(ApproveRequest, empty_as_object=True).command()
+    return _one(200, req.container.memories.review.approve(caller, memory_id, edit))
 
 
 def reject(req: Request, memory_id: str) -> Reply:
     caller = req.caller
-    return _one(200, req.container.memory_use_cases.reject(caller, _id("id", memory_id)))
+    return _one(200, req.container.memories.review.reject(caller, _id("id", memory_id)))
 
 
 def post_review_bulk(req: Request) -> Reply:
     caller = req.caller
-    outcomes = req.container.memory_use_cases.review_many(caller, req.body(BulkReviewRequest))
+    bulk = req.body(BulkReviewRequest).command()
+    outcomes = req.container.memories.review.review_many(caller, bulk)
     return Reply(200, bulk_review_response(outcomes))
 
 
 # --- personas and team settings ------------------------------------------------------------
 def get_personas(req: Request) -> Reply:
-    return Reply(200, persona_list(req.container.memory_use_cases.personas(req.caller)))
+    return Reply(200, persona_list(req.container.memories.personas.list_personas(req.caller)))
 
 
 def put_persona(req: Request, persona_id: str) -> Reply:
     caller = req.caller
     persona_id = _id("personaId", persona_id)
-    persona = req.container.memory_use_cases.put_persona(
-        caller, persona_id, req.body(PersonaRequest)
-    )
+    command = req.body(PersonaRequest).command(persona_id)
+    persona = req.container.memories.personas.put_persona(caller, command)
     return Reply(200, persona_response(persona))
 
 
 def get_persona(req: Request, persona_id: str) -> Reply:
     caller = req.caller
-    persona = req.container.memory_use_cases.get_persona(caller, _id("personaId", persona_id))
+    persona = req.container.memories.personas.get_persona(caller, _id("personaId", persona_id))
     return Reply(200, persona_response(persona))
 
 
 def put_team_settings(req: Request) -> Reply:
     caller = req.caller
-    saved = req.container.memory_use_cases.put_team_settings(caller, req.body(TeamSettingsRequest))
+    command = req.body(TeamSettingsRequest).command()
+    saved = req.container.memories.personas.put_team_settings(caller, command)
     return Reply(200, team_settings_response(saved))
 
 
 def get_team_settings(req: Request) -> Reply:
-    settings = req.container.memory_use_cases.team_settings(req.caller)
+    settings = req.container.memories.personas.get_team_settings(req.caller)
     return Reply(200, team_settings_response(settings))
 
 

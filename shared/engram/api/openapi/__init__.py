@@ -27,8 +27,8 @@ from engram import __version__
 from engram.api.http import IF_MATCH_PATTERN
 from engram.api.models import IDEMPOTENCY_HEADER, PATH_PARAMETERS, ErrorBody
 from engram.api.tool_calls import CALL_MODELS, RESULT_MODELS
+from engram.api.tools import TOOL_ARGUMENTS
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
-from engram.memories.tools import TOOL_ARGUMENTS
 
 if TYPE_CHECKING:
     from engram.api.routes import RouteSpec

@@ -1,7 +1,9 @@
-"""What a client sends to behavioural memory: observations and raw events (one model each).
+"""What a client sends to behavioural memory: observations, raw events and tool candidates
+(one model each), each mapped to its domain command (``engram.behaviour.commands``) by its
+``command()``, here and nowhere else.
 
 ``POST /v1/observations`` validates ``ObservationsRequest``, ``POST /v1/events``
-``EventsRequest``; the ingest use case and server-side emission take these validated models.
+``EventsRequest``; the ingest use case and server-side emission take their commands.
 An observation's ``metadata`` follows the rule of its ``type`` (``engram.behaviour.models
 .METADATA``); the JSON Schema states that rule per type.
 """
@@ -9,7 +11,7 @@ An observation's ``metadata`` follows the rule of its ``type`` (``engram.behavio
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import (
     ConfigDict,
@@ -26,6 +28,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from engram import limits
+from engram.behaviour.commands import (
+    ObservationItem,
+    QueryAsked,
+    RankTools,
+    RecordEvents,
+    RecordObservations,
+    ToolRan,
+)
 from engram.behaviour.models import (
     METADATA,
     ObservationType,
@@ -106,11 +116,12 @@ class ObservationIn(InputModel):
             return value  # the type's own error names it; or the list checks them all
         return validate_metadata(ObservationType(obs_type), value)
 
-    def item(self) -> dict[str, Any]:
+    def item(self) -> ObservationItem:
         """``model_dump(by_alias=True, exclude_none=True)`` without the serializer's pass: every
         validated value is a JSON value already (the metadata's dict is the model's own)."""
         values = self.__dict__
-        return {alias: values[name] for name, alias in _ITEM_KEYS if values[name] is not None}
+        item = {alias: values[name] for name, alias in _ITEM_KEYS if values[name] is not None}
+        return cast("ObservationItem", item)  # its keys and values, by construction
 
 
 #: each field of ``ObservationIn`` and its JSON name, in the model's order (as a dump has them)
@@ -149,6 +160,9 @@ class ObservationsRequest(InputModel):
                 return request
         return handler(data)  # observation by observation: every error, naming its field
 
+    def command(self) -> RecordObservations:
+        return RecordObservations(items=[observation.item() for observation in self.observations])
+
 
 def _kind_required(schema: dict[str, Any]) -> None:
     # the union picks a model by ``kind``: JSON must send it (Python may leave it out)
@@ -161,6 +175,9 @@ class QueryEvent(InputModel):
     kind: Literal["query"] = "query"
     text: Content
 
+    def event(self) -> QueryAsked:
+        return QueryAsked(text=self.text)
+
 
 class ToolEvent(InputModel):
     model_config = ConfigDict(json_schema_extra=_kind_required)
@@ -172,12 +189,24 @@ class ToolEvent(InputModel):
     error: ErrorText | None = None
     result: ToolResultJson = None
 
+    def event(self) -> ToolRan:
+        return ToolRan(
+            tool_name=self.tool_name,
+            ok=self.ok,
+            duration_ms=self.duration_ms,
+            error=self.error,
+            result=self.result,
+        )
+
 
 Event = Annotated[QueryEvent | ToolEvent, Field(discriminator="kind")]
 
 
 class EventsRequest(InputModel):
     events: list[Event] = Field(min_length=1, max_length=limits.MAX_BATCH_ITEMS)
+
+    def command(self) -> RecordEvents:
+        return RecordEvents(events=tuple(event.event() for event in self.events))
 
 
 class ToolCandidate(InputModel):
@@ -206,6 +235,9 @@ class ToolRankRequest(InputModel):
                 )
             seen.add(candidate.name)
         return self
+
+    def command(self) -> RankTools:
+        return RankTools(candidates=tuple((c.name, c.score) for c in self.candidates))
 
 
 __all__ = [

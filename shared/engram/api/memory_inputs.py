@@ -1,9 +1,11 @@
-"""What a client sends to explicit memories: one validation model per input.
+"""What a client sends to explicit memories: one validation model per input, each mapped to
+its domain command (``engram.memories.commands``) by its ``command()``, here and nowhere else.
 
-The HTTP routes validate these models (``engram.api.http.parse_body``) and ``MemoryService``
-takes them as they are: a method never re-checks a value a model already checked. The tool
-arguments a model sends (``memory_save`` / ``memory_recall``) are models too, and the tool
-definitions' JSON Schemas are generated from them.
+The HTTP routes validate these models (``engram.api.http.parse_body``); the services take the
+commands as they are: a service never re-checks a value a model already checked. The tool
+arguments a model sends (``memory_save`` / ``memory_recall``) are models too: they map to the
+same commands an HTTP body does, and the tool definitions' JSON Schemas are generated from
+them (``engram.api.tools``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,19 @@ from engram.fields import (
     QueryText,
     field_error,
 )
+from engram.memories.commands import (
+    Approve,
+    BulkReview,
+    EditMemory,
+    ListMemories,
+    ListPending,
+    PutPersona,
+    PutTeamSettings,
+    Recall,
+    SaveMemory,
+)
 from engram.memories.cursors import Cursor
+from engram.memories.models import ExtractionSettings, RetentionRules, Scope, Status
 
 MemoryScope = Literal["user", "persona", "persona_user"]
 MemoryStatusName = Literal["active", "pending_review", "archived", "rejected"]
@@ -74,6 +88,16 @@ class MemorySaveRequest(InputModel):
             )
         return self
 
+    def command(self) -> SaveMemory:
+        return SaveMemory(
+            key=self.key,
+            value=self.value,
+            confidence=1.0 if self.confidence is None else self.confidence,
+            persona_id=self.persona_id,
+            source_channel_id=self.source_channel_id,
+            scope=None if self.scope is None else Scope(self.scope),
+        )
+
 
 def _at_least_one(*names: str) -> Any:
     def extra(schema: dict[str, Any]) -> None:
@@ -104,6 +128,9 @@ class MemoryPatchRequest(InputModel):
             raise ValueError("at least one of key, value, confidence is required")
         return self
 
+    def command(self) -> EditMemory:
+        return EditMemory(key=self.key, value=self.value, confidence=self.confidence)
+
 
 class ApproveRequest(InputModel):
     """``POST /v1/review/{id}/approve``: optional edits applied before approving (no body, or
@@ -111,6 +138,9 @@ class ApproveRequest(InputModel):
 
     key: MemoryKey | None = None
     value: MemoryValue | None = None
+
+    def command(self) -> Approve:
+        return Approve(key=self.key, value=self.value)
 
 
 class MemoryRecallQuery(QueryInput):
@@ -120,6 +150,11 @@ class MemoryRecallQuery(QueryInput):
     max_results: RecallLimit = limits.DEFAULT_RECALL_RESULTS
     persona_id: Identifier | None = None
 
+    def command(self) -> Recall:
+        return Recall(
+            query=self.query or "", max_results=self.max_results, persona_id=self.persona_id
+        )
+
 
 class ReviewListQuery(QueryInput):
     """``GET /v1/review?personaId=&limit=&cursor=``: one page of pending memories, oldest
@@ -128,6 +163,9 @@ class ReviewListQuery(QueryInput):
     persona_id: Identifier | None = None
     limit: PageLimit = limits.DEFAULT_PAGE
     cursor: Cursor | None = None
+
+    def command(self) -> ListPending:
+        return ListPending(persona_id=self.persona_id, limit=self.limit, cursor=self.cursor)
 
 
 class MemoryListQuery(QueryInput):
@@ -143,6 +181,16 @@ class MemoryListQuery(QueryInput):
     )
     limit: PageLimit = limits.DEFAULT_PAGE
     cursor: Cursor | None = None
+
+    def command(self) -> ListMemories:
+        return ListMemories(
+            scope=None if self.scope is None else Scope(self.scope),
+            status=None if self.status is None else Status(self.status),
+            persona_id=self.persona_id,
+            source_channel_id=self.source_channel_id,
+            limit=self.limit,
+            cursor=self.cursor,
+        )
 
 
 ReviewDecision = Literal["approve", "reject"]
@@ -165,6 +213,9 @@ class BulkReviewRequest(InputModel):
             )
         return self
 
+    def command(self) -> BulkReview:
+        return BulkReview(action=self.action, ids=tuple(self.ids))
+
 
 # --- personas and team settings ------------------------------------------------------------
 class RetentionRule(InputModel):
@@ -179,12 +230,29 @@ class RetentionRule(InputModel):
         default=None, description="Hard-delete archived memories not updated for this many days."
     )
 
+    def policy(self) -> RetentionRules:
+        return RetentionRules(
+            archive_after_days=self.archive_after_days,
+            delete_archived_after_days=self.delete_archived_after_days,
+        )
+
 
 class ExtractionConfig(InputModel):
     """A persona's background extraction: on or off, and its prompt (Bedrock extractor)."""
 
     enabled: bool = False
     prompt: PromptText | None = None
+
+    def settings(self) -> ExtractionSettings:
+        return ExtractionSettings(enabled=self.enabled, prompt=self.prompt)
+
+
+def _retention_given(model: PersonaRequest | TeamSettingsRequest) -> RetentionRules | None:
+    """``retention`` as a command takes it: left out, ``None`` (keep the current rules);
+    ``null``, no rules."""
+    if "retention" not in model.model_fields_set:
+        return None
+    return model.retention.policy() if model.retention is not None else RetentionRules()
 
 
 class PersonaRequest(InputModel):
@@ -196,6 +264,15 @@ class PersonaRequest(InputModel):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     retention: RetentionRule | None = None
 
+    def command(self, persona_id: str) -> PutPersona:
+        return PutPersona(
+            persona_id=persona_id,
+            allowed_groups=tuple(self.allowed_groups),
+            memory_enabled=self.memory_enabled,
+            extraction=self.extraction.settings(),
+            retention=_retention_given(self),
+        )
+
 
 class TeamSettingsRequest(InputModel):
     """``PUT /v1/settings/team`` (team admins). ``retention`` left out keeps the team's
@@ -203,6 +280,9 @@ class TeamSettingsRequest(InputModel):
 
     memory_enabled: bool
     retention: RetentionRule | None = None
+
+    def command(self) -> PutTeamSettings:
+        return PutTeamSettings(memory_enabled=self.memory_enabled, retention=_retention_given(self))
 
 
 # --- tool arguments, as a model sends them (snake_case) --------------------------------------
@@ -217,6 +297,16 @@ class MemorySaveArgs(_ToolArguments):
     value: MemoryValue = Field(description="The fact or detail to remember.")
     confidence: Confidence = Field(default=1.0, description="How sure you are, 0-1 (default 1).")
 
+    def command(self, persona_id: str | None, source_channel_id: str | None) -> SaveMemory:
+        """The same command ``POST /v1/memories`` makes of a body with these values."""
+        return SaveMemory(
+            key=self.key,
+            value=self.value,
+            confidence=self.confidence,
+            persona_id=persona_id,
+            source_channel_id=source_channel_id,
+        )
+
 
 class MemoryRecallArgs(_ToolArguments):
     """Arguments of the ``memory_recall`` tool."""
@@ -226,3 +316,7 @@ class MemoryRecallArgs(_ToolArguments):
         default=limits.DEFAULT_RECALL_RESULTS,
         description=f"At most this many memories (default {limits.DEFAULT_RECALL_RESULTS}).",
     )
+
+    def command(self, persona_id: str | None) -> Recall:
+        """The same command ``GET /v1/memories`` makes of a query with these values."""
+        return Recall(query=self.query, max_results=self.max_results, persona_id=persona_id)
