@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from engram.local.app import FunctionHandlers
 
 # subcommand -> (module, one-line help). Each module exposes ``main(argv: list[str]) -> int``;
-# those of ``WITH_HANDLERS`` take the functions' handlers too (``main(argv, handlers=...)``).
+# those of ``WITH_HANDLERS`` take the loader of the functions' handlers too
+# (``main(argv, handlers=...)``), and call it when they need them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("engram.local.serve", "run the whole service locally (HTTP on 127.0.0.1:8000)"),
     "token": ("engram.local.tokens", "print a dev token signed by the local service's key"),
@@ -55,8 +56,7 @@ def main(
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     if name in WITH_HANDLERS:
-        assert handlers is not None
-        result: int = module.main(rest, handlers=handlers())
+        result: int = module.main(rest, handlers=handlers)
     else:
         result = module.main(rest)
     return result

@@ -13,6 +13,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from engram.local.app import FunctionHandlers, build_app
 from engram.local.server import LocalService
@@ -57,7 +58,10 @@ def console_line(service: LocalService) -> str:
     )
 
 
-def main(argv: list[str] | None = None, *, handlers: FunctionHandlers) -> int:
+def main(argv: list[str] | None = None, *, handlers: Callable[[], FunctionHandlers]) -> int:
+    """Serve until a signal; ``handlers`` loads the functions' handlers, called once logging is
+    set up and the database migrated (the MCP function's SDK installs a root log handler on
+    import, after which ``logging.basicConfig`` would do nothing)."""
     parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
     parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="default: ENGRAM_PORT (8000)")
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None, *, handlers: FunctionHandlers) -> int:
     database_url = prepare_database(settings)
     app = build_app(
         settings,
-        handlers=handlers,
+        handlers=handlers(),
         parts={"database_url": database_url, "migrate": False},
         ingest_max_receive_count=settings.ingest_max_receive_count,
     )

@@ -51,11 +51,24 @@ def test_only_serve_loads_the_handlers(capsys: pytest.CaptureFixture[str]) -> No
 
     assert cli.main(["--help"], handlers=loader) == 0
     assert "serve" in capsys.readouterr().out
-    assert loads == []
-    with pytest.raises(SystemExit) as exited:  # argparse refuses the option, after the load
+    with pytest.raises(SystemExit) as exited:  # argparse refuses the option before any load
         cli.main(["serve", "--no-such-option"], handlers=loader)
     assert exited.value.code == 2
-    assert loads == [1]
+    assert loads == []
+
+
+def test_serve_is_given_the_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram.local import serve
+
+    seen: dict[str, Any] = {}
+
+    def fake(argv: list[str], *, handlers: Any) -> int:
+        seen.update(argv=argv, handlers=handlers)
+        return 0
+
+    monkeypatch.setattr(serve, "main", fake)
+    assert cli.main(["serve", "--port", "1"], handlers=handlers) == 0
+    assert seen == {"argv": ["--port", "1"], "handlers": handlers}
 
 
 def test_the_engram_command_is_the_cli_with_the_handlers(
