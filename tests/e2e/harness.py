@@ -264,7 +264,7 @@ def run_local_service(
     settings = Settings(data_dir=data_dir, redis_url=redis_url, redis_key_prefix=key_prefix)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "engram.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "functions.local", "serve", "--port", str(port)],
             cwd=REPO,
             env=env,
             stdout=log,

@@ -1,19 +1,22 @@
 """What ``engram serve`` runs: the route table and the background pieces around it.
 
-``build_app(settings)`` wires every route of the route table (``engram.api.routes.ROUTES``) to
-the very Lambda handler that serves it in AWS (``functions/<function>/handler.py``), keyed by
-the same route keys API Gateway uses.
+``build_app(settings, handlers=...)`` wires every route of the route table
+(``engram.api.routes.ROUTES``) to the very Lambda handler that serves it in AWS, keyed by the
+same route keys API Gateway uses. The handlers are given, by function name
+(``FunctionHandlers``): ``engram`` imports no function — the functions are built on it — so the
+composition that imports ``functions/<function>/handler.py`` lives in ``functions.local`` (the
+``engram`` command starts there and hands them to ``engram serve``).
 Around them:
 
-* the ingest queue: a ``LocalQueue`` whose consumer is ``functions.ingest_consumer.handler``
+* the ingest queue: a ``LocalQueue`` whose consumer is the ``ingest_consumer`` handler
   (SQS-shaped events, partial batch failures retried with backoff, 5 receives, a dead-letter
   list), durable under ``<data_dir>/queues/`` (a 202 means the record is on disk; after a
   crash the next ``engram serve`` redelivers whatever was queued or in flight);
 * the extraction queue: a durable ``LocalQueue`` without a consumer — the maintenance job pulls
   from it;
 * the maintenance job on a ``Periodic`` timer every ``Settings.maintenance_interval_s`` —
-  the ``maintenance`` callable given, else ``functions.maintenance.handler.handler`` called
-  with an EventBridge scheduled event, when that module exists;
+  the ``maintenance`` callable given, else the ``maintenance`` handler (when given) called
+  with an EventBridge scheduled event (``maintenance_job``);
 * the event relay on a ``Periodic`` timer every ``Settings.events_poll_ms``: the outbox
   published to ``<data_dir>/events.jsonl`` (and ``ENGRAM_EVENTS_WEBHOOK_URL`` when set), as
   the events function publishes it to EventBridge;
@@ -28,12 +31,10 @@ container is given; otherwise it is the probe-only handler below, fed by ``probe
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from engram import __version__
@@ -99,20 +100,24 @@ INGEST_QUEUE = "engram-ingest"
 EXTRACTION_QUEUE = "engram-extraction"
 
 
-def import_function(name: str) -> ModuleType:
-    """``functions.<name>.handler`` (the ``functions`` package ships in the same wheel)."""
-    return importlib.import_module(f"functions.{name}.handler")
+#: The Lambda handlers ``engram serve`` runs, by function name (``functions/<name>/handler.py``'s
+#: ``handler``): every HTTP function of the route table, the MCP function and ``ingest_consumer``
+#: (``REQUIRED_FUNCTIONS``); ``maintenance`` too, to run it on its timer.
+FunctionHandlers = Mapping[str, LambdaHandler]
+REQUIRED_FUNCTIONS: tuple[str, ...] = (*HTTP_FUNCTIONS, MCP_FUNCTION, "ingest_consumer")
+MAINTENANCE_FUNCTION = "maintenance"
 
 
-def maintenance_from_function() -> Callable[[], object] | None:
-    """``functions.maintenance.handler.handler`` as a no-argument job, if it exists."""
-    try:
-        module = import_function("maintenance")
-    except ModuleNotFoundError:
-        return None
-    handler = getattr(module, "handler", None)
-    if not callable(handler):
-        return None
+def _checked(handlers: FunctionHandlers) -> FunctionHandlers:
+    missing = [name for name in REQUIRED_FUNCTIONS if name not in handlers]
+    if missing:
+        raise ValueError(f"the local app needs the handlers of the functions {missing}")
+    return handlers
+
+
+def maintenance_job(handler: LambdaHandler) -> Callable[[], object]:
+    """The maintenance function's ``handler`` as a no-argument job: called with the scheduled
+    event EventBridge sends it."""
 
     def run() -> object:
         event = {
@@ -193,12 +198,15 @@ def _queues(
     return sqs, ingest_queue, extraction_queue
 
 
-def _route_table(parts: Mapping[str, Any] | None, probes: Mapping[str, Probe] | None) -> RouteTable:
+def _route_table(
+    handlers: FunctionHandlers,
+    parts: Mapping[str, Any] | None,
+    probes: Mapping[str, Probe] | None,
+) -> RouteTable:
     """Every API and MCP route to its function's handler; without ``parts``, the probe-only
     health handler fed by ``probes``."""
-    handlers = {name: import_function(name).handler for name in HTTP_FUNCTIONS}
     routes: RouteTable = {r.route_key: handlers[r.function] for r in ROUTES}
-    routes.update(dict.fromkeys(MCP_ROUTES, import_function(MCP_FUNCTION).handler))
+    routes.update(dict.fromkeys(MCP_ROUTES, handlers[MCP_FUNCTION]))
     if parts is None:
         probes = probes or {}
         routes["GET /v1/health"] = make_health_handler(
@@ -211,15 +219,16 @@ def _timers(
     settings: Settings,
     container: Container,
     *,
+    handler: LambdaHandler | None,
     maintenance: Callable[[], object] | None,
     run_maintenance: bool,
     run_events: bool | None,
 ) -> tuple[Periodic | None, Periodic | None]:
-    """The maintenance timer (the ``maintenance`` callable, else the maintenance function)
-    and the event relay's timer (by default: when the maintenance function runs)."""
+    """The maintenance timer (the ``maintenance`` callable, else the maintenance function's
+    ``handler``) and the event relay's timer (by default: when the maintenance function runs)."""
     job = maintenance
-    if job is None and run_maintenance:
-        job = maintenance_from_function()
+    if job is None and run_maintenance and handler is not None:
+        job = maintenance_job(handler)
     scheduler = None
     if job is not None and run_maintenance:
         scheduler = Periodic(job, settings.maintenance_interval_s, name="maintenance")
@@ -238,6 +247,7 @@ def _timers(
 def build_app(
     settings: Settings,
     *,
+    handlers: FunctionHandlers,
     probes: Mapping[str, Probe] | None = None,
     parts: Mapping[str, Any] | None = None,
     maintenance: Callable[[], object] | None = None,
@@ -246,16 +256,19 @@ def build_app(
     durable_queues: bool = True,
     ingest_max_receive_count: int = DEFAULT_MAX_RECEIVE_COUNT,
 ) -> LocalApp:
-    """Every route wired to the Lambda handlers over one ``Container`` on the local queues.
+    """Every route wired to the Lambda ``handlers`` over one ``Container`` on the local queues.
 
-    ``parts`` are ``Container`` keyword arguments (``database_url``, ``redis``, ``clock``...);
-    with ``parts`` given, ``GET /v1/health`` is the memories handler's (real probes), else the
-    probe-only handler fed by ``probes``. ``run_events`` (default: when the maintenance
+    ``handlers`` are the functions' handlers by name (``REQUIRED_FUNCTIONS``, and
+    ``maintenance`` for its timer; a missing one is a ``ValueError``); ``parts`` are
+    ``Container`` keyword arguments (``database_url``, ``redis``, ``clock``...); with ``parts``
+    given, ``GET /v1/health`` is the memories handler's (real probes), else the probe-only
+    handler fed by ``probes``. ``run_events`` (default: when the maintenance
     function runs on its timer) starts the event relay's timer. Nothing connects until first
     use: the queue files (``<data_dir>/queues/*.sqlite3``; in memory with
     ``durable_queues=False``) open lazily, and so does the relay."""
     from engram.adapters.sqs import SqsSender
 
+    _checked(handlers)
     sqs, ingest_queue, extraction_queue = _queues(
         settings, durable=durable_queues, ingest_max_receive_count=ingest_max_receive_count
     )
@@ -270,11 +283,12 @@ def build_app(
         **dict(parts or {}),
     )
     set_container(container)
-    routes = _route_table(parts, probes)
-    ingest_queue.consumer = import_function("ingest_consumer").handler
+    routes = _route_table(handlers, parts, probes)
+    ingest_queue.consumer = handlers["ingest_consumer"]
     scheduler, events = _timers(
         settings,
         container,
+        handler=handlers.get(MAINTENANCE_FUNCTION),
         maintenance=maintenance,
         run_maintenance=run_maintenance,
         run_events=run_events,
@@ -290,6 +304,6 @@ def build_app(
     )
 
 
-def build_routes(settings: Settings) -> RouteTable:
+def build_routes(settings: Settings, handlers: FunctionHandlers) -> RouteTable:
     """The local service's route table (``{"METHOD /path/{param}": handler}``)."""
-    return build_app(settings, run_maintenance=False).routes
+    return build_app(settings, handlers=handlers, run_maintenance=False).routes

@@ -2,8 +2,9 @@
 
 Migrates PostgreSQL (``ENGRAM_DATABASE_URL``, else the embedded one under ``ENGRAM_DATA_DIR``),
 builds the local app (``engram.local.app.build_app``: every route, the queues, the maintenance
-timer) and serves it with ``LocalService``, the console at ``/`` (``engram.local.console``),
-until SIGINT / SIGTERM, then drains and exits 0.
+timer) over the functions' handlers it is given (``functions.local`` gives them: ``engram``
+imports no function) and serves it with ``LocalService``, the console at ``/``
+(``engram.local.console``), until SIGINT / SIGTERM, then drains and exits 0.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 
-from engram.local.app import build_app
+from engram.local.app import FunctionHandlers, build_app
 from engram.local.server import LocalService
 from engram.settings import Settings, get_settings
 
@@ -56,7 +58,10 @@ def console_line(service: LocalService) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, handlers: Callable[[], FunctionHandlers]) -> int:
+    """Serve until a signal; ``handlers`` loads the functions' handlers, called once logging is
+    set up and the database migrated (the MCP function's SDK installs a root log handler on
+    import, after which ``logging.basicConfig`` would do nothing)."""
     parser = argparse.ArgumentParser(prog="engram serve", description="Run Engram locally.")
     parser.add_argument("--host", default=None, help="default: ENGRAM_HOST (127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="default: ENGRAM_PORT (8000)")
@@ -71,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     database_url = prepare_database(settings)
     app = build_app(
         settings,
+        handlers=handlers(),
         parts={"database_url": database_url, "migrate": False},
         ingest_max_receive_count=settings.ingest_max_receive_count,
     )

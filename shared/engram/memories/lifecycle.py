@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Literal
 
 from engram.errors import PreconditionFailed, QuotaExceeded
+from engram.memories.access import AccessContext
 from engram.memories.models import (
     PROPOSAL_STATUSES,
     Memory,
@@ -29,7 +30,6 @@ from engram.memories.models import (
     Scope,
     Status,
 )
-from engram.memories.ports import AccessContext
 from engram.settings import env_name
 
 QuotaKind = Literal["team", "persona", "user"]

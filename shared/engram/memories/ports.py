@@ -1,11 +1,16 @@
-"""Ports of the explicit-memory domain. Adapters live in ``engram.adapters``."""
+"""Ports of the explicit-memory domain. Adapters live in ``engram.adapters``.
+
+``AccessContext`` (``engram.memories.access``) is re-exported: every port method takes one.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from engram.memories.access import AccessContext
+from engram.memories.lifecycle import AuditStamp, Quotas
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -19,23 +24,6 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
-
-if TYPE_CHECKING:
-    from engram.memories.lifecycle import AuditStamp, Quotas
-
-
-@dataclass(frozen=True, slots=True)
-class AccessContext:
-    """The tenant a store call acts in; the PostgreSQL adapter turns it into RLS settings.
-
-    ``elevated`` is true for admins of the team and for the service's own jobs; it lets the
-    call see (and write) every row of ``team_id``. Without it a call sees its own user and
-    persona_user rows and the team's persona rows, and writes only its own rows.
-    """
-
-    team_id: str
-    user_id: str
-    elevated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,3 +251,16 @@ def list_all(store: MemoryStore, ctx: AccessContext, flt: MemoryFilter) -> list[
         if page.next_cursor is None:
             return rows
         cursor = page.next_cursor
+
+
+__all__ = [
+    "AccessContext",
+    "Embedder",
+    "EmbeddingBacklog",
+    "EmbeddingTask",
+    "MemoryChange",
+    "MemoryStore",
+    "PersonaStore",
+    "embedding_text",
+    "list_all",
+]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from functions.local import handlers
 from tests.integration.events.conftest import DIMS, World
 from tests.support.services import RedisTarget
 
@@ -97,6 +98,7 @@ def served(
     )
     app = build_app(
         settings,
+        handlers=handlers(),
         parts={"database_url": db.conninfo, "migrate": False},
         maintenance=lambda: None,
         run_events=True,

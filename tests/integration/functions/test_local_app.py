@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from functions.local import handlers
 from tests.integration.functions.conftest import settings_for
 from tests.support.services import RedisTarget
 from tests.support.serving import serve
@@ -25,6 +26,7 @@ def test_serve_app_end_to_end(redis_target: RedisTarget, migrated_url: str, tmp_
     runs = threading.Event()
     app = build_app(
         settings,
+        handlers=handlers(),
         parts={"database_url": migrated_url, "migrate": False},
         maintenance=runs.set,
     )

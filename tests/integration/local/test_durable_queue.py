@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from functions.local import handlers
 
 from engram.local.app import EXTRACTION_QUEUE, INGEST_QUEUE, build_app
 from engram.local.pullqueue import PullQueue
@@ -217,7 +218,7 @@ def test_the_queue_file_is_wal_and_fully_synchronous(tmp_path: Path) -> None:
 
 def test_engram_serve_app_queues_are_durable_under_the_data_dir(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
-    app = build_app(settings, run_maintenance=False)
+    app = build_app(settings, handlers=handlers(), run_maintenance=False)
     assert app.ingest_queue is not None
     assert app.extraction_queue is not None
     assert app.sqs
@@ -229,7 +230,7 @@ def test_engram_serve_app_queues_are_durable_under_the_data_dir(tmp_path: Path) 
     app.sqs.send_message_batch(app.extraction_queue.url, [{"Id": "1", "MessageBody": "y"}])
     app.sqs.close()
 
-    again = build_app(settings, run_maintenance=False)
+    again = build_app(settings, handlers=handlers(), run_maintenance=False)
     assert again.ingest_queue is not None
     assert again.extraction_queue is not None
     assert [m.body for m in again.ingest_queue.messages()] == ["x"]
@@ -237,7 +238,7 @@ def test_engram_serve_app_queues_are_durable_under_the_data_dir(tmp_path: Path) 
     assert again.sqs is not None
     again.sqs.close()
 
-    memory = build_app(settings, run_maintenance=False, durable_queues=False)
+    memory = build_app(settings, handlers=handlers(), run_maintenance=False, durable_queues=False)
     assert memory.ingest_queue is not None
     assert memory.ingest_queue.path is None
     assert memory.ingest_queue.pending() == 0

@@ -59,7 +59,7 @@ def _serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     )
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "engram.cli", "serve"],
+            [sys.executable, "-m", "functions.local", "serve"],
             cwd=REPO,
             env=env,
             stdout=out,

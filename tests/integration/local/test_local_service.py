@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from functions.local import handlers
 from pydantic import ValidationError
 
 from engram.api.errors import to_lambda_response
@@ -36,6 +37,8 @@ from engram.settings import Settings
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
+#: the installed `engram` command (`[project.scripts]`), as the README runs it
+ENGRAM = str(Path(sys.executable).with_name("engram"))
 
 
 def respond(status: int, body: Any) -> dict[str, Any]:
@@ -70,7 +73,7 @@ class Backend:
             return handler
 
         return {
-            **build_routes(self.settings),
+            **build_routes(self.settings, handlers()),
             "POST /v1/events": guarded(self.post_events),
             "POST /v1/sessions": guarded(self.session),
             "POST /v1/memories": guarded(self.save),
@@ -358,7 +361,7 @@ def test_engram_serve_and_token_commands(tmp_path: Path) -> None:
         "PYTHONPATH": os.pathsep.join([str(REPO / "shared"), os.environ.get("PYTHONPATH", "")]),
     }
     token = subprocess.run(
-        [sys.executable, "-m", "engram.cli", "token", "--user", "u", "--team", "t"],
+        [ENGRAM, "token", "--user", "u", "--team", "t"],
         env=env,
         capture_output=True,
         text=True,
@@ -367,7 +370,7 @@ def test_engram_serve_and_token_commands(tmp_path: Path) -> None:
     ).stdout.strip()
     assert token.count(".") == 2
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "serve"],
+        [ENGRAM, "serve"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

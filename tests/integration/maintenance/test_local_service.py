@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from functions.local import handlers
 from tests.support.services import RedisTarget
 
 from engram.adapters.postgres.migrate import apply_migrations
 from engram.bootstrap import set_container
 from engram.identity import Caller
-from engram.local.app import build_app, maintenance_from_function
+from engram.local.app import build_app, maintenance_job
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 from engram.settings import Settings
@@ -23,7 +24,9 @@ def test_transcript_route_then_scheduled_hook(
 ) -> None:
     apply_migrations(database_url, embedding_dimensions=1024)
     settings = Settings(**redis_target.settings(), database_url=database_url, data_dir=tmp_path)
-    app = build_app(settings, parts={"database_url": database_url, "migrate": False})
+    app = build_app(
+        settings, handlers=handlers(), parts={"database_url": database_url, "migrate": False}
+    )
     try:
         route = "POST /v1/conversations/{conversationId}/transcript"
         body = {"messages": [{"role": "user", "content": "My favourite editor is helix."}]}
@@ -43,9 +46,7 @@ def test_transcript_route_then_scheduled_hook(
         assert app.extraction_queue is not None
         assert app.extraction_queue.pending() == 1
 
-        hook = maintenance_from_function()
-        assert hook is not None
-        report = hook()
+        report = maintenance_job(handlers()["maintenance"])()
         assert isinstance(report, dict)
         assert report["tasks"]["extraction"]["counts"]["proposalsCreated"] == 1
         assert report["tasks"]["retention"]["ran"] is True  # the local timer runs every task

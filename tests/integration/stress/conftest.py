@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import redis
+from functions.local import handlers
 from tests.support.faultproxy import FaultProxy
 from tests.support.ledger import Ledger, assert_exactly_once, ledger
 from tests.support.polling import eventually as poll
@@ -118,6 +119,7 @@ def start_live(
     settings = Settings(**values)
     app = build_app(
         settings,
+        handlers=handlers(),
         parts={"database_url": database_url, "migrate": False},
         run_maintenance=False,
     )

@@ -84,7 +84,7 @@ class Serve:
     def start(self) -> None:
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "engram.cli", "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "functions.local", "serve", "--port", str(self.port)],
                 cwd=REPO,
                 env=self.env,
                 stdout=log,

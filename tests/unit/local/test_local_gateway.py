@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from functions.local import handlers
 
 from engram.api.identity import caller_from_event
 from engram.local.app import build_app, build_routes, make_health_handler
@@ -123,7 +124,7 @@ def test_expired_and_foreign_tokens_are_401(signer: TokenSigner, tmp_path: Path)
 
 
 def test_health_is_public(signer: TokenSigner) -> None:
-    gw = gateway(signer, build_routes(SETTINGS))
+    gw = gateway(signer, build_routes(SETTINGS, handlers()))
     result = gw.handle("GET", "/v1/health", [], b"")
     assert result.status == 200
     body = json.loads(result.body)
@@ -138,7 +139,7 @@ def test_health_reports_failed_probes() -> None:
     handler = make_health_handler(redis=lambda: True, postgres=down)
     body = json.loads(handler({}, None)["body"])
     assert (body["status"], body["redis"], body["postgres"]) == ("degraded", "ok", "down")
-    assert build_app(SETTINGS).drain_hooks == []
+    assert build_app(SETTINGS, handlers=handlers()).drain_hooks == []
 
 
 def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(signer: TokenSigner) -> None:
