@@ -78,7 +78,9 @@ def serve(
         "log_level": "WARNING",
     }
     config = Settings(**(values | settings))
-    app = build_app(config, parts=parts, run_maintenance=False)
+    from functions.local import handlers
+
+    app = build_app(config, handlers=handlers(), parts=parts, run_maintenance=False)
     service = LocalService(app.routes, settings=config, port=0)
     app.start()
     for hook in app.drain_hooks:

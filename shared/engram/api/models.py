@@ -34,6 +34,7 @@ from engram.api.behaviour_inputs import (
     ToolRankRequest,
 )
 from engram.api.errors import ErrorCode, InvalidJsonError
+from engram.api.extraction_inputs import TranscriptMessage, TranscriptRequest
 from engram.api.http import decode_json
 from engram.api.memory_inputs import (
     ApproveRequest,
@@ -54,7 +55,6 @@ from engram.api.memory_inputs import (
 from engram.api.responses import EpochMs, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
 from engram.api.tools import ToolFormat
-from engram.extraction.models import TranscriptMessage, TranscriptRequest
 from engram.fields import (
     Content,
     FactId,

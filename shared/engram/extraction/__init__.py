@@ -19,11 +19,11 @@ from engram.extraction.drain import (
     process_batch,
 )
 from engram.extraction.models import (
+    ConversationMessage,
     ExtractionResult,
     Proposal,
     ProposalScope,
     TranscriptJob,
-    TranscriptMessage,
     Usage,
 )
 from engram.extraction.ports import (
@@ -43,6 +43,7 @@ from engram.extraction.sanitize import (
 
 __all__ = [
     "BatchOutcome",
+    "ConversationMessage",
     "Disposition",
     "ExtractionConfig",
     "ExtractionError",
@@ -57,7 +58,6 @@ __all__ = [
     "RuleBasedExtractor",
     "SinkOutcome",
     "TranscriptJob",
-    "TranscriptMessage",
     "Usage",
     "effective_scope",
     "looks_like_instruction",

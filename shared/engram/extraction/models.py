@@ -1,4 +1,4 @@
-"""Extraction models: what the API enqueues, what extractors propose (pydantic v2, camelCase)."""
+"""Extraction models: the queued transcript, what extractors propose (pydantic v2, camelCase)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from engram import limits
 from engram.extraction.sanitize import normalise_key, sanitise_value
-from engram.fields import EpochMs, Identifier, InputModel, MessageText
+from engram.fields import EpochMs, Identifier, MessageText
 
 MAX_MESSAGE_CHARS = limits.MAX_MESSAGE_CHARS
 MAX_MESSAGES = limits.MAX_TRANSCRIPT_MESSAGES
@@ -34,20 +34,13 @@ class _Model(BaseModel):
     )
 
 
-class TranscriptMessage(InputModel):
-    """One message of a transcript: what ``POST /v1/conversations/{id}/transcript`` takes,
-    and what the extraction job carries."""
+class ConversationMessage(_Model):
+    """One message of a queued transcript (``TranscriptJob.messages``), as the extractors
+    read it."""
 
     role: Role
     content: MessageText
     at: EpochMs | None = None
-
-
-class TranscriptRequest(InputModel):
-    """The body of ``POST /v1/conversations/{conversationId}/transcript``."""
-
-    persona_id: Identifier | None = None
-    messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
 
 
 class TranscriptJob(_Model):
@@ -66,7 +59,7 @@ class TranscriptJob(_Model):
     team_id: Identifier
     user_id: Identifier
     persona_id: Identifier | None = None
-    messages: list[TranscriptMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    messages: list[ConversationMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     queued_at: EpochMs
 
     @classmethod
@@ -76,7 +69,7 @@ class TranscriptJob(_Model):
         conversation_id: str,
         team_id: str,
         user_id: str,
-        messages: Sequence[TranscriptMessage | Mapping[str, object]],
+        messages: Sequence[ConversationMessage | Mapping[str, object]],
         queued_at: int,
         persona_id: str | None = None,
         job_id: str | None = None,
@@ -91,7 +84,7 @@ class TranscriptJob(_Model):
                 "userId": user_id,
                 "personaId": persona_id,
                 "messages": [
-                    m.model_dump(by_alias=True) if isinstance(m, TranscriptMessage) else dict(m)
+                    m.model_dump(by_alias=True) if isinstance(m, ConversationMessage) else dict(m)
                     for m in messages
                 ],
                 "queuedAt": queued_at,

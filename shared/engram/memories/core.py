@@ -131,7 +131,7 @@ class MemoryCore:
     def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
         """Raise what a save with this persona would: ``Forbidden`` when the persona is not
         open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
-        team or for the persona. ``persona_id`` is a validated id (``TranscriptRequest``)."""
+        team or for the persona. ``persona_id`` is a validated id (``QueueTranscript``)."""
         ctx = context_for(caller)
         persona_cfg = self.persona(ctx, persona_id)
         if persona_id and not persona_allows(caller, persona_cfg):

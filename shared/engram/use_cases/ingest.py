@@ -63,7 +63,8 @@ from engram.behaviour.emission import EmissionRules, observations_from_events
 from engram.behaviour.models import Observation
 from engram.clock import Clock, SystemClock
 from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
-from engram.extraction.models import TranscriptJob, TranscriptRequest
+from engram.extraction.commands import QueueTranscript
+from engram.extraction.models import TranscriptJob
 from engram.fields import Identifier
 from engram.identity import Caller
 from engram.use_cases.ingest_messages import encode_messages, observation_item
@@ -274,26 +275,24 @@ class IngestService:
         )
         return self._queue(caller, observations)
 
-    def queue_transcript(
-        self, caller: Caller, conversation_id: str, request: TranscriptRequest
-    ) -> TranscriptJob:
+    def queue_transcript(self, caller: Caller, command: QueueTranscript) -> TranscriptJob:
         """Queue one transcript for extraction; the limiter charges 1 (429 queues nothing).
 
         A transcript naming a persona is refused first (403 / memory disabled) when a memory
         save with that persona would be.
         """
-        if request.persona_id is not None:
+        if command.persona_id is not None:
             if self.persona_access is None:
                 raise Unavailable("no persona check: a transcript naming a persona is refused")
-            self.persona_access(caller, request.persona_id)
+            self.persona_access(caller, command.persona_id)
         if self.limiter is not None:
             self.limiter.check(caller.identity_id, cost=1)
         job = TranscriptJob.new(
-            conversation_id=conversation_id,
+            conversation_id=command.conversation_id,
             team_id=caller.team_id,
             user_id=caller.user_id,
-            persona_id=request.persona_id,
-            messages=request.messages,
+            persona_id=command.persona_id,
+            messages=command.messages,
             queued_at=self.clock.now_ms(),
         )
         self._send(self.extraction_queue, [job.to_json()], "extraction")

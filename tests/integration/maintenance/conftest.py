@@ -80,7 +80,7 @@ class World:
             }
         )
         return self.container.ingest.queue_transcript(
-            self.caller(user, team), conversation_id, request
+            self.caller(user, team), request.command(conversation_id)
         )
 
     def job(self, **kwargs: Any) -> MaintenanceJob:

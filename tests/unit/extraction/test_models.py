@@ -6,7 +6,7 @@ from tests.unit.extraction.fakes import make_job
 
 from engram import limits
 from engram.errors import InvalidInput
-from engram.extraction import Proposal, ProposalScope, TranscriptJob, TranscriptMessage
+from engram.extraction import ConversationMessage, Proposal, ProposalScope, TranscriptJob
 from engram.extraction.drain import parse_job
 
 
@@ -62,7 +62,7 @@ def test_parse_job_raises_invalid_input_naming_the_field() -> None:
 
 
 def test_message_content_limit_is_8000_characters() -> None:
-    assert TranscriptMessage(role="user", content="x" * 8000).content == "x" * 8000
+    assert ConversationMessage(role="user", content="x" * 8000).content == "x" * 8000
 
 
 def test_proposal_normalises_key_and_sanitises_value() -> None:
@@ -120,7 +120,7 @@ def test_new_job_gets_a_fresh_id_and_validates() -> None:
         user_id="u",
         messages=[
             {"role": "user", "content": "hi", "at": 5},
-            TranscriptMessage(role="assistant", content="yo"),
+            ConversationMessage(role="assistant", content="yo"),
         ],
         queued_at=10,
     )

@@ -28,7 +28,6 @@ from engram.adapters import observability
 from engram.adapters.apigateway import answer, http_app, resolver
 from engram.api.routes import ROUTES
 from engram.api.web import Reply
-from engram.identity import Caller
 from engram.local.gateway import build_event
 from engram.local.lambda_context import FakeLambdaContext
 
@@ -181,28 +180,28 @@ def test_a_replys_metrics_are_recorded_on_the_invocation(monkeypatch: pytest.Mon
         metrics.clear_metrics()
 
 
-class Facts:
-    """The facts part of one container: records whom it listed for."""
+class Behaviour:
+    """The behaviour part of one container: records whose facts it listed."""
 
     def __init__(self) -> None:
         self.callers: list[str] = []
 
-    def list(self, caller: Caller) -> list[Any]:
-        self.callers.append(caller.user_id)
+    def list_facts(self, identity_id: str) -> list[Any]:
+        self.callers.append(identity_id)
         return []
 
 
 def test_an_endpoint_gets_the_current_event_and_the_container_of_the_moment() -> None:
-    first, second = Facts(), Facts()
+    first, second = Behaviour(), Behaviour()
     containers = iter(
-        SimpleNamespace(settings=UNREACHABLE, facts=facts) for facts in (first, second)
+        SimpleNamespace(settings=UNREACHABLE, behaviour=behaviour) for behaviour in (first, second)
     )
     app = http_app("memories", lambda: next(containers))  # nothing asked for yet
     bob = {**CLAIMS, "sub": "bob"}
     for claims in (CLAIMS, bob):
         out = app.resolve(event("GET", "/v1/facts", claims=claims), FakeLambdaContext())
         assert (out["statusCode"], json.loads(out["body"])) == (200, {"facts": []})
-    assert (first.callers, second.callers) == (["alice"], ["bob"])
+    assert (first.callers, second.callers) == (["acme:alice"], ["acme:bob"])
 
 
 def test_concurrent_requests_on_one_resolver_keep_their_own_event() -> None:

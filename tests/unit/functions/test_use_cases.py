@@ -14,13 +14,12 @@ from engram.adapters.erasure_log import InMemoryErasureLog
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 from engram.api.memory_inputs import PersonaRequest
-from engram.api.models import EventsRequest, ObservationsRequest
+from engram.api.models import EventsRequest, ObservationsRequest, TranscriptRequest
 from engram.behaviour.models import Observation
 from engram.behaviour.ports import RoundInput
 from engram.behaviour.service import BehaviourService
 from engram.clock import FakeClock
 from engram.errors import Forbidden, InvalidInput, RateLimited, Unavailable
-from engram.extraction.models import TranscriptRequest
 from engram.identity import Caller
 from engram.memories.commands import Recall, SaveMemory
 from engram.memories.service import MemoryService
@@ -301,11 +300,12 @@ def test_a_transcript_naming_a_persona_is_checked_before_it_is_charged_or_queued
     messages = [{"role": "user", "content": "I use helix"}]
     closed = TranscriptRequest.model_validate({"personaId": "closed", "messages": messages})
     with pytest.raises(Forbidden):
-        ingest.queue_transcript(ALICE, "c1", closed)
+        ingest.queue_transcript(ALICE, closed.command("c1"))
     assert (charged, queue.bodies) == ([], [])
-    ingest.queue_transcript(ALICE, "c1", TranscriptRequest.model_validate({"messages": messages}))
+    open_ = TranscriptRequest.model_validate({"messages": messages})
+    ingest.queue_transcript(ALICE, open_.command("c1"))
     assert (charged, len(queue.bodies)) == ([1], 1)
     unchecked = IngestService(None, extraction_queue=queue, clock=clock, **WINDOWS)
     with pytest.raises(Unavailable):
-        unchecked.queue_transcript(ALICE, "c1", closed)
+        unchecked.queue_transcript(ALICE, closed.command("c1"))
     assert len(queue.bodies) == 1

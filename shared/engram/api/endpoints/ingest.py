@@ -51,8 +51,8 @@ def post_events(req: Request) -> Reply:
 def post_transcript(req: Request, conversation_id: str) -> Reply:
     caller = req.caller
     conversation = path_param("conversationId", conversation_id)  # checked before anything
-    body = req.body(TranscriptRequest)
-    job = req.container.ingest.queue_transcript(caller, conversation, body)
+    command = req.body(TranscriptRequest).command(conversation)
+    job = req.container.ingest.queue_transcript(caller, command)
     return Reply(
         202,
         QueuedResponse(

@@ -31,7 +31,7 @@ from engram.api.tools import TOOL_ARGUMENTS
 from engram.fields import JSON_VALUE_MARKER, Identifier, clean_json_schema
 
 if TYPE_CHECKING:
-    from engram.api.routes import RouteSpec
+    from engram.api.route_spec import RouteSpec
 
 REF = "#/components/schemas/{model}"
 JSON_VALUE = "JsonValue"
