@@ -90,17 +90,18 @@ def _side() -> dict[str, Any]:
     return out
 
 
-def _run_side(tree: Path) -> dict[str, Any]:
-    """One run of the checkout at ``tree`` in a child process."""
+def run_in_tree(tree: Path, script: Path, function: str) -> dict[str, Any]:
+    """``function`` of ``script`` (no arguments, returning JSON) run in a child process that
+    imports the checkout at ``tree`` (its ``engram``, ``functions`` and ``bench``)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "shared")])
     env.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     env.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     env.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     code = (
-        "import json, runpy, sys; "
-        f"side = runpy.run_path({str(Path(__file__).resolve())!r})['_side']; "
-        "print('AB-RESULT ' + json.dumps(side()))"
+        "import json, runpy; "
+        f"run = runpy.run_path({str(script.resolve())!r})[{function!r}]; "
+        "print('RESULT ' + json.dumps(run()))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -111,18 +112,33 @@ def _run_side(tree: Path) -> dict[str, Any]:
         check=False,
     )
     for line in done.stdout.splitlines():
-        if line.startswith("AB-RESULT "):
-            return dict(json.loads(line.removeprefix("AB-RESULT ")))
-    raise RuntimeError(f"side {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+        if line.startswith("RESULT "):
+            return dict(json.loads(line.removeprefix("RESULT ")))
+    raise RuntimeError(
+        f"{function} at {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    )
 
 
-def _checkout(rev: str, path: Path) -> Path:
+def _run_side(tree: Path) -> dict[str, Any]:
+    return run_in_tree(tree, Path(__file__), "_side")
+
+
+def checkout(rev: str, path: Path) -> Path:
+    """A detached ``git worktree`` of ``rev`` at ``path``."""
     subprocess.run(
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev],
         check=True,
         capture_output=True,
     )
     return path
+
+
+def remove(tree: Path) -> None:
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+        check=False,
+        capture_output=True,
+    )
 
 
 # --- the comparison -------------------------------------------------------------------------
@@ -165,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="B runs; A runs one more")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="engram-ab-") as scratch:
-        old_tree = _checkout(args.old, Path(scratch) / "a")
-        new_tree = _checkout(args.new, Path(scratch) / "b") if args.new else ROOT
+        old_tree = checkout(args.old, Path(scratch) / "a")
+        new_tree = checkout(args.new, Path(scratch) / "b") if args.new else ROOT
         try:
             a_runs: list[dict[str, Any]] = []
             b_runs: list[dict[str, Any]] = []
@@ -179,11 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for tree in (old_tree, new_tree):
                 if tree != ROOT:
-                    subprocess.run(
-                        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                        check=False,
-                        capture_output=True,
-                    )
+                    remove(tree)
     result = {
         "old": args.old,
         "new": args.new or "working tree",

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -166,27 +163,10 @@ def _flows() -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def _run(tree: Path) -> dict[str, dict[str, list[str]]]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "shared")])
-    env.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    env.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    env.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    code = (
-        "import json, runpy; "
-        f"flows = runpy.run_path({str(Path(__file__).resolve())!r})['_flows']; "
-        "print('FLOWS ' + json.dumps(flows()))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=False
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith("FLOWS "):
-            return dict(json.loads(line.removeprefix("FLOWS ")))
-    raise RuntimeError(f"flows at {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
-
-
 def main(argv: list[str] | None = None) -> int:
+    # here, not at the top: the child that runs ``_flows`` imports another checkout's ``bench``
+    from bench.ab import checkout, remove, run_in_tree
+
     parser = argparse.ArgumentParser(prog="python -m bench.flows", description=__doc__)
     parser.add_argument("revs", nargs="*", help="revisions (default: this working tree)")
     parser.add_argument("--json", action="store_true", help="print the modules and shapes")
@@ -195,22 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="engram-flows-") as scratch:
         for index, rev in enumerate(args.revs or [None]):
             if rev is None:
-                results["working tree"] = _run(ROOT)
+                results["working tree"] = run_in_tree(ROOT, Path(__file__), "_flows")
                 continue
-            tree = Path(scratch) / str(index)
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
-                check=True,
-                capture_output=True,
-            )
+            tree = checkout(rev, Path(scratch) / str(index))
             try:
-                results[rev] = _run(tree)
+                results[rev] = run_in_tree(tree, Path(__file__), "_flows")
             finally:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                    check=False,
-                    capture_output=True,
-                )
+                remove(tree)
     for rev, flows in results.items():
         for flow, found in flows.items():
             print(

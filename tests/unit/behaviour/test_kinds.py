@@ -4,6 +4,8 @@ pair of kinds (two outcomes of one thing) is grouped and judged like the tools a
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from engram.adapters.redis_behaviour.log_codec import decode_pending, encode_member
@@ -27,6 +29,7 @@ from engram.behaviour.models import (
     ObservationType,
     metadata_to_fact_key,
 )
+from engram.api.models import FactCategoryName, ObservationTypeName
 from engram.behaviour.ports import KeyGroup, aggregate
 from engram.fields import Name
 
@@ -170,3 +173,10 @@ def test_a_registered_pair_is_grouped_and_judged_like_the_tools() -> None:
         assert [g._replace(max_seq=0) for g in decoded] == [g._replace(max_seq=0) for g in groups]
         assert [title for title, _ in kinds.Derived.groups][-2:] == ["Builds", "Known issues"]
     assert [title for title, _ in kinds.Derived.groups][-2:] == ["Domain focus", "Known issues"]
+
+
+def test_the_http_api_names_exactly_the_built_in_kinds_and_categories() -> None:
+    # the API's names are fixed (the OpenAPI document states them); a registered kind is
+    # recorded through the ingest path, not POST /v1/observations
+    assert get_args(ObservationTypeName) == tuple(k.name for k in BUILT_IN)
+    assert get_args(FactCategoryName) == tuple(FactCategory)

@@ -20,27 +20,25 @@ from engram.api.models import (
     TranscriptRequest,
 )
 from engram.api.web import Reply, Request, path_param
+from engram.use_cases.ingest import Accepted
 
 
 def post_observations(req: Request) -> Reply:
     caller = req.caller
-    body = req.body(ObservationsRequest).command()
-    accepted = req.container.ingest.accept_observations(
-        caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
-    )
-    return Reply(
-        202,
-        AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids),
-        metrics={"ObservationsAccepted": accepted.accepted},
-    )
+    command = req.body(ObservationsRequest).command()
+    key = req.header(IDEMPOTENCY_HEADER)
+    return _accepted(req.container.ingest.accept_observations(caller, command, idempotency_key=key))
 
 
 def post_events(req: Request) -> Reply:
     caller = req.caller
-    body = req.body(EventsRequest).command()
-    accepted = req.container.ingest.accept_events(
-        caller, body, idempotency_key=req.header(IDEMPOTENCY_HEADER)
-    )
+    command = req.body(EventsRequest).command()
+    key = req.header(IDEMPOTENCY_HEADER)
+    return _accepted(req.container.ingest.accept_events(caller, command, idempotency_key=key))
+
+
+def _accepted(accepted: Accepted) -> Reply:
+    """202 with the observations queued, counted in ``ObservationsAccepted``."""
     return Reply(
         202,
         AcceptedResponse(accepted=accepted.accepted, ids=accepted.ids),
