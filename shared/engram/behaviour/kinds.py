@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, PlainValidator
-from pydantic_core import PydanticCustomError
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
 
 from engram.behaviour.sanitize import quote_name
 from engram.fields import Identifier, InputModel, Name
@@ -348,10 +348,27 @@ def _fact_category(value: Any) -> str:
     return fact.category
 
 
+@dataclass(frozen=True, slots=True)
+class _TableName:
+    """A name the table validates, serialised as the string it is (by pydantic-core, with no
+    Python call per value: observations and facts are serialised on hot paths)."""
+
+    validate: Callable[[Any], str]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            self.validate,
+            serialization=core_schema.simple_ser_schema("str"),
+            json_schema_input_schema=core_schema.str_schema(),
+        )
+
+
 #: ``Observation.type``: a registered kind's name
-KindName = Annotated[str, PlainValidator(_observation_type, json_schema_input_type=str)]
+KindName = Annotated[str, _TableName(_observation_type)]
 #: ``Fact.category``: a registered category
-CategoryName = Annotated[str, PlainValidator(_fact_category, json_schema_input_type=str)]
+CategoryName = Annotated[str, _TableName(_fact_category)]
 
 
 def fact_content(category: str, label: str, subject: str) -> str:

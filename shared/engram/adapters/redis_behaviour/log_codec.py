@@ -26,8 +26,12 @@ def as_text(value: Any) -> str:
 _SEP = "\x1f"
 
 
+#: every control character (C0 and DEL) as a space: a label never breaks the header
+_CONTROLS_AS_SPACES = dict.fromkeys((*range(32), 127), " ")
+
+
 def _label(text: str) -> str:
-    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in text)[:200]
+    return text.translate(_CONTROLS_AS_SPACES)[:200]
 
 
 def encode_member(obs: Observation) -> str:
