@@ -27,6 +27,7 @@ import re
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -180,9 +181,15 @@ def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> list[Impo
 
 
 def import_graph(*roots: Path) -> dict[str, list[Import]]:
-    """Module -> its imports, over the packages at ``roots`` (default: ``PACKAGES``)."""
+    """Module -> its imports, over the packages at ``roots`` (default: ``PACKAGES``, read once
+    per run: the tree does not change during one)."""
+    return _graph(roots or PACKAGES)
+
+
+@cache
+def _graph(roots: tuple[Path, ...]) -> dict[str, list[Import]]:
     paths: dict[str, tuple[Path, Path]] = {}
-    for root in roots or PACKAGES:
+    for root in roots:
         paths |= {module_name(p, root): (p, root) for p in root.rglob("*.py")}
     modules = set(paths)
     return {name: imports_of(path, modules, root) for name, (path, root) in paths.items()}
