@@ -30,7 +30,8 @@ threads at once, so the resolver ``resolver()`` builds keeps that per-request st
 and builds each route's middleware stack once under a lock; otherwise it is the stock resolver.
 
 Powertools is imported inside the functions below, so importing
-this module stays cheap; the handler modules that call ``http_app()`` load it at import.
+this module stays cheap; the handler modules that call ``http_app(function, container)`` load
+it at import.
 """
 
 from __future__ import annotations

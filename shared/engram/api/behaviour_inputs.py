@@ -161,7 +161,9 @@ class ObservationsRequest(InputModel):
         return handler(data)  # observation by observation: every error, naming its field
 
     def command(self) -> RecordObservations:
-        return RecordObservations(items=[observation.item() for observation in self.observations])
+        return RecordObservations(
+            items=tuple(observation.item() for observation in self.observations)
+        )
 
 
 def _kind_required(schema: dict[str, Any]) -> None:

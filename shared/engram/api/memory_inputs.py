@@ -37,6 +37,7 @@ from engram.memories.commands import (
     PutPersona,
     PutTeamSettings,
     Recall,
+    ReviewDecision,
     SaveMemory,
 )
 from engram.memories.cursors import Cursor
@@ -191,9 +192,6 @@ class MemoryListQuery(QueryInput):
             limit=self.limit,
             cursor=self.cursor,
         )
-
-
-ReviewDecision = Literal["approve", "reject"]
 
 
 class BulkReviewRequest(InputModel):

@@ -2,12 +2,14 @@
 
 **Inputs** are defined at the edge — behavioural memory's in ``engram.api.behaviour_inputs``,
 explicit memories' (and the tools' arguments) in ``engram.api.memory_inputs``, transcripts in
-``engram.extraction.models`` — on ``engram.fields.InputModel``: camelCase only, unknown
+``engram.api.extraction_inputs`` — on ``engram.fields.InputModel``: camelCase only, unknown
 fields refused, strict types, field rules and limits from ``engram.fields`` and
-``engram.limits``. Each maps to its domain command (``command()``, ``engram.memories
-.commands``, ``engram.behaviour.commands``), which the services take as validated. Bad input
-is refused with an error naming the field (the pydantic ``loc`` joined with ``.``, see
-``engram.api.errors``). ``PATH_PARAMETERS`` gives each path parameter its rule.
+``engram.limits``. Each maps to its domain command (``command()``; ``engram.memories
+.commands``, ``engram.behaviour.commands``, ``engram.extraction.commands``), which the services
+take as validated. Bad input is refused with an error naming the field (the pydantic ``loc``
+joined with ``.``, see ``engram.api.errors``). ``PATH_PARAMETERS`` gives each path parameter
+its rule.
+
 
 **Outputs** (response models) serialise by alias and are built in Python with snake_case
 names.
@@ -15,19 +17,23 @@ names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     JsonValue,
     field_validator,
 )
+from pydantic_core import core_schema
 
 from engram.api.behaviour_inputs import (
     EventsRequest,
     ObservationIn,
     ObservationsRequest,
-    ObservationTypeName,
     QueryEvent,
     ToolCandidate,
     ToolEvent,
@@ -55,6 +61,7 @@ from engram.api.memory_inputs import (
 from engram.api.responses import EpochMs, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
 from engram.api.tools import ToolFormat
+from engram.behaviour import kinds
 from engram.fields import (
     Content,
     FactId,
@@ -69,6 +76,32 @@ FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"
 ]
 MemoryStatus = Literal["active", "pending_review", "archived", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class _TableNames:
+    """A name of the table of observation kinds in a response: whatever the table holds (a
+    fact of a registered kind is listed and exported like any other), documented as the names
+    it holds when the document is built (the built-in ones: ``FactCategoryName``,
+    ``ObservationTypeName``)."""
+
+    names: Callable[[], Iterable[str]]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.str_schema()
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"enum": list(self.names()), "type": "string"}
+
+
+#: a fact's category in a response
+FactCategoryOut = Annotated[str, _TableNames(lambda: kinds.CATEGORIES)]
+#: an observation's kind in a response
+ObservationTypeOut = Annotated[str, _TableNames(lambda: kinds.KINDS)]
 
 #: The rule of each path parameter (the same for every route that has it).
 PATH_PARAMETERS: dict[str, Any] = {
@@ -123,7 +156,7 @@ class FactOut(ResponseModel):
 
     id: str
     identity_id: str
-    category: FactCategoryName
+    category: FactCategoryOut
     subject: str
     content: str
     confidence: float
@@ -333,7 +366,7 @@ class TeamSettingsResponse(ResponseModel):
 class ObservationOut(ResponseModel):
     id: str
     identity_id: str
-    type: ObservationTypeName
+    type: ObservationTypeOut
     content: str
     metadata: dict[str, JsonValue]
     created_at: int

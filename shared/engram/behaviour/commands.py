@@ -35,10 +35,10 @@ class ObservationItem(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class RecordObservations:
-    """Queue typed observations of the caller. The list is the command's own: ingest
-    completes each item in place (its id and arrival time)."""
+    """Queue typed observations of the caller (ingest completes copies of the items with an
+    id and the arrival time where they have none)."""
 
-    items: list[ObservationItem]
+    items: tuple[ObservationItem, ...]
 
 
 @dataclass(frozen=True, slots=True)

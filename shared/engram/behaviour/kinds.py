@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
+from string import Formatter
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, GetCoreSchemaHandler
@@ -209,13 +211,21 @@ KEY_FIELDS: dict[str, tuple[str, ...]] = {}
 METADATA: dict[str, type[Metadata]] = {}
 
 
-class Derived:
-    """What the table implies, rebuilt on every change: the prompt groups (title, categories)
-    in order, each category's group index, and the letters whose label the log stores."""
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """What the table implies: the prompt groups (title, categories) in order, each
+    category's group index, and the letters whose label the log stores."""
 
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    group_of: dict[str, int] = {}  # noqa: RUF012 - replaced whole, never mutated
+    group_of: Mapping[str, int] = field(default_factory=dict)
     labelled_letters: str = ""
+
+
+class Derived:
+    """The table's current ``Derivation``, rebuilt whole on every change and swapped in one
+    assignment, so a reader never pairs one change's groups with another's index."""
+
+    now: Derivation = Derivation()
 
 
 _LOCK = threading.Lock()
@@ -230,9 +240,12 @@ def _rebuild() -> None:
     for fact in facts:
         titles.setdefault(fact.group.title, (fact.group.order, []))[1].append(fact.category)
     ordered = sorted(titles.items(), key=lambda item: item[1][0])
-    Derived.groups = tuple((title, tuple(cats)) for title, (_, cats) in ordered)
-    Derived.group_of = {c: i for i, (_, cats) in enumerate(Derived.groups) for c in cats}
-    Derived.labelled_letters = "".join(k.letter for k in KINDS.values() if k.stores_label)
+    groups = tuple((title, tuple(cats)) for title, (_, cats) in ordered)
+    Derived.now = Derivation(
+        groups,
+        {c: i for i, (_, cats) in enumerate(groups) for c in cats},
+        "".join(k.letter for k in KINDS.values() if k.stores_label),
+    )
 
 
 def _refusal(kinds: tuple[ObservationKind, ...]) -> str | None:
@@ -267,6 +280,12 @@ def _refusal(kinds: tuple[ObservationKind, ...]) -> str | None:
             other is None or other.counterpart != kind.name or other.succeeds == kind.succeeds
         ):
             return f"{kind.name!r}: its counterpart is registered with it, naming it back"
+        if pair is not None and kind.stores_label:
+            # the log keeps one label per key, shared by both outcomes of a pair
+            return f"{kind.name!r}: a kind with a counterpart has no stored label"
+        unknown = placeholders(kind.fact.content) - {"name", *kind.key_fields}
+        if unknown:
+            return f"{kind.name!r}: its fact text names {sorted(unknown)}, not a key field"
     return None
 
 
@@ -323,7 +342,7 @@ _rebuild()
 
 
 # --- names as model fields --------------------------------------------------------------------
-def _one_of(names: Mapping[str, object]) -> str:
+def _one_of(names: Iterable[str]) -> str:
     quoted = [f"'{n}'" for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
@@ -333,7 +352,7 @@ def _observation_type(value: Any) -> str:
     kind = KINDS.get(value) if isinstance(value, str) else None
     if kind is None:
         raise PydanticCustomError(
-            "enum", "Input should be {expected}", {"expected": _one_of(KINDS)}
+            "enum", "Input should be {expected}", {"expected": _one_of(tuple(KINDS))}
         )
     return kind.name
 
@@ -343,7 +362,7 @@ def _fact_category(value: Any) -> str:
     fact = CATEGORIES.get(value) if isinstance(value, str) else None
     if fact is None:
         raise PydanticCustomError(
-            "enum", "Input should be {expected}", {"expected": _one_of(CATEGORIES)}
+            "enum", "Input should be {expected}", {"expected": _one_of(tuple(CATEGORIES))}
         )
     return fact.category
 
@@ -377,10 +396,17 @@ def fact_content(category: str, label: str, subject: str) -> str:
     if fact is None:
         return f"Recurring issue: {quote_name(label)}"
     values: dict[str, str] = {"name": quote_name(label)}
-    if fact.content.count("{") > 1:  # names a key field: from the subject, quoted and short
+    named = placeholders(fact.content)
+    if len(named) > ("name" in named):  # names a key field: from the subject, quoted and short
         fields = KEY_FIELDS[category]
         parts = subject.split(":", len(fields))[1:]
-        for index, field in enumerate(fields):
+        for index, key_field in enumerate(fields):
             text = parts[index] if index < len(parts) else "entity"
-            values[field] = quote_name(text, max_len=32)
+            values[key_field] = quote_name(text, max_len=32)
     return fact.content.format_map(values)
+
+
+@cache
+def placeholders(text: str) -> frozenset[str]:
+    """The fields a fact text names (``{name}``, ``{<keyField>}``)."""
+    return frozenset(name for _, name, _, _ in Formatter().parse(text) if name)

@@ -28,7 +28,7 @@ MAX_LINE_CHARS = 200
 def prompt_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(title, categories) of every prompt group, in the order they are rendered: the groups
     the table of observation kinds names (``engram.behaviour.kinds``)."""
-    return Derived.groups
+    return Derived.now.groups
 
 
 def estimate_tokens(text: str) -> int:
@@ -74,7 +74,8 @@ def format_memory_section(
     lower-ranked one. Output is grouped in the order of ``prompt_groups()`` (built in: tool
     preferences, frequent entities, domain focus, known issues).
     """
-    groups, group_of = Derived.groups, Derived.group_of
+    derived = Derived.now
+    groups, group_of = derived.groups, derived.group_of
     chosen: dict[int, list[str]] = {}
     text = ""
     for fact in rank(facts):

@@ -13,7 +13,7 @@ erasures                    ``container.erasure_log`` — the log ``DELETE /v1/m
 queue                       ``container.transcript_queue`` (SQS in AWS; the local service gives
                             a pull receiver over its extraction queue)
 extractor                   ``container.extractor`` (rules, or Bedrock Converse)
-sink                        ``MemoryProposalSink`` over ``MemoryService.propose_outcome``
+sink                        ``MemoryProposalSink`` over ``MemoryService.jobs.propose_outcome``
 facts, insights             the behaviour bridge (keyset pages of the identity index, current
                             facts) and ``PostgresInsights`` (migration 0012); not on the
                             frequent schedule

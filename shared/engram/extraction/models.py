@@ -36,7 +36,11 @@ class _Model(BaseModel):
 
 class ConversationMessage(_Model):
     """One message of a queued transcript (``TranscriptJob.messages``), as the extractors
-    read it."""
+    read it; strict, as the request that queued it was (``"5"`` is no time)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid", strict=True
+    )
 
     role: Role
     content: MessageText

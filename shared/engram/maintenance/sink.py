@@ -1,10 +1,10 @@
 """The extraction job's ``ProposalSink`` over the memory service.
 
-``MemoryService.propose_outcome`` stores a ``pending_review`` memory with its provenance and
-applies the proposal dedup rules (key active: dropped; pending: refreshed; archived /
-rejected: never resurrected; memory switched off: dropped) and says which of "created",
-"refreshed" or "dropped" happened; created vs refreshed comes from the write itself, so two
-concurrent proposals of one key count one "created" and one "refreshed".
+``BackgroundJobs.propose_outcome`` (``MemoryService.jobs``) stores a ``pending_review`` memory
+with its provenance and applies the proposal dedup rules (key active: dropped; pending:
+refreshed; archived / rejected: never resurrected; memory switched off: dropped) and says which
+of "created", "refreshed" or "dropped" happened; created vs refreshed comes from the write
+itself, so two concurrent proposals of one key count one "created" and one "refreshed".
 
 ``is_erased`` answers from an optional erasure log; the job also wraps every sink in
 ``ErasureAwareSink`` over its own log. Those checks run before the proposals are written; the

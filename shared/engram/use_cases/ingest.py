@@ -6,7 +6,7 @@
 * ``POST /v1/events``: raw events become observations (server-side emission).
 * ``POST /v1/conversations/{id}/transcript``: one ``TranscriptJob`` on the extraction queue,
   charged 1 to the rate limiter, after the persona is checked the way a memory save checks it
-  (``MemoryService.check_persona_access``, given as ``persona_access``).
+  (``MemoryCore.check_persona_access``, given as ``persona_access``).
 
 Idempotency is for retries, not repeats. A *retry* is the same request again (a client that
 got a 503, a 429 or no answer); a *repeat* is a new request that happens to look the same (the
@@ -154,7 +154,7 @@ class IngestService:
         max_message_bytes: int = limits.DEFAULT_QUEUE_MESSAGE_BYTES,
     ) -> None:
         """``persona_access(caller, persona_id)`` raises what a memory save with that persona
-        would (``MemoryService.check_persona_access``); a transcript naming a persona is
+        would (``MemoryCore.check_persona_access``); a transcript naming a persona is
         checked by it before anything is charged or queued.
 
         ``observation_retention_days``, ``retry_window_s`` and ``max_message_bytes`` are
@@ -247,14 +247,15 @@ class IngestService:
                 self._check_created_at(index, created, now)
         batch = self._batch_id(caller, "observations", items, idempotency_key, now)
         # the edge checked every field of every item (metadata per type included); what is
-        # added here is valid by construction (a derived hex id, the arrival time); the
-        # command's own dicts are completed in place
+        # added here is valid by construction (a derived hex id, the arrival time), to copies:
+        # the command stays as given, so the same command retried is the same request
+        queued: list[dict[str, Any]] = []
         for item, derived in zip(items, _derived_ids(batch, len(items)), strict=True):
-            if "id" not in item:
-                item["id"] = derived
-            if "createdAt" not in item:
-                item["createdAt"] = now
-        return self._queue_items(caller, items)
+            copy = dict(item)
+            copy.setdefault("id", derived)
+            copy.setdefault("createdAt", now)
+            queued.append(copy)
+        return self._queue_items(caller, queued)
 
     def _check_created_at(self, index: int, created: int, now: int) -> None:
         field = f"observations.{index}.createdAt"

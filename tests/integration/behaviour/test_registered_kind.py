@@ -14,6 +14,8 @@ import pytest
 from tests.integration.behaviour.test_store_conformance import full_store  # noqa: F401
 from tests.support.observations import IDENTITY
 
+from engram.api.models import ObservationOut
+from engram.api.presenters import facts_response
 from engram.behaviour.kinds import (
     FactKind,
     Metadata,
@@ -124,6 +126,12 @@ def test_a_registered_kind_is_ingested_consolidated_and_prompted(
     stored = {f["subject"]: f for f in service.export(IDENTITY)["facts"]}
     assert stored["document_frequency:D-1"]["category"] == "document_frequency"
     assert stored["tool_affinity:search"]["category"] == "tool_affinity"
+
+    # the HTTP shapes list them like any other: GET /v1/facts and the export's observations
+    listed = facts_response(service.list_facts(IDENTITY)).model_dump(by_alias=True)
+    assert {f["category"] for f in listed["facts"]} >= {"document_frequency", "tool_affinity"}
+    logged = [ObservationOut.of(o) for o in service.store.since(IDENTITY, None)]
+    assert {o.type for o in logged} >= {"document_open", "tool_success"}
 
 
 def test_a_registered_kind_is_validated_by_its_own_metadata(

@@ -218,7 +218,7 @@ def test_hint_renders_hostile_values_as_inert_data(backend: Backend) -> None:
     assert "\u202e" not in first
 
 
-def test_execute_tool_round_trip_and_formats(backend: Backend) -> None:
+def test_tool_calls_round_trip_and_formats(backend: Backend) -> None:
     svc = backend.service()
     saved = call_tool(
         svc, ALICE, "memory_save", {"key": "tz", "value": "Europe/Paris", "confidence": 1}

@@ -9,6 +9,8 @@ from typing import get_args
 import pytest
 
 from engram.adapters.redis_behaviour.log_codec import decode_pending, encode_member
+from engram.api.behaviour_inputs import ObservationTypeName
+from engram.api.models import FactCategoryName
 from engram.behaviour import kinds
 from engram.behaviour.kinds import (
     BUILT_IN,
@@ -17,6 +19,7 @@ from engram.behaviour.kinds import (
     Metadata,
     ObservationKind,
     PromptGroup,
+    fact_content,
     register_kind,
     registered,
     unregister_kind,
@@ -29,7 +32,6 @@ from engram.behaviour.models import (
     ObservationType,
     metadata_to_fact_key,
 )
-from engram.api.models import FactCategoryName, ObservationTypeName
 from engram.behaviour.ports import KeyGroup, aggregate
 from engram.fields import Name
 
@@ -73,8 +75,8 @@ def test_the_built_in_entries_are_the_enum_members() -> None:
     assert all(type(c) is FactCategory for c in categories)
     assert [k.letter for k in BUILT_IN] == ["s", "f", "e", "d"]  # the stored log's letters
     assert {t: METADATA[t] for t in ObservationType} == {k.name: k.metadata for k in BUILT_IN}
-    assert kinds.Derived.labelled_letters == "e"  # only an entity's label is not its key
-    assert [title for title, _ in kinds.Derived.groups] == [
+    assert kinds.Derived.now.labelled_letters == "e"  # only an entity's label is not its key
+    assert [title for title, _ in kinds.Derived.now.groups] == [
         "Tool preferences",
         "Frequent entities",
         "Domain focus",
@@ -124,6 +126,7 @@ def test_built_in_names_come_back_as_enum_members_and_serialise_as_before() -> N
         (_kind(key_fields=()), "key fields"),
         (_kind(name="Not Snake"), "snake_case"),
         (_kind(counterpart="tool_failure"), "counterpart"),
+        (_kind(fact=FactKind("c", PromptGroup("Builds", 35), "Builds {title}")), "fact text"),
     ],
 )
 def test_an_ambiguous_registration_is_refused(kind: ObservationKind, why: str) -> None:
@@ -171,8 +174,8 @@ def test_a_registered_pair_is_grouped_and_judged_like_the_tools() -> None:
         pending = {b"p\x1fdeploy": b"2", b"x\x1fdeploy": b"1"}
         decoded = sorted(decode_pending(pending, 3)[0])
         assert [g._replace(max_seq=0) for g in decoded] == [g._replace(max_seq=0) for g in groups]
-        assert [title for title, _ in kinds.Derived.groups][-2:] == ["Builds", "Known issues"]
-    assert [title for title, _ in kinds.Derived.groups][-2:] == ["Domain focus", "Known issues"]
+        assert [title for title, _ in kinds.Derived.now.groups][-2:] == ["Builds", "Known issues"]
+    assert [title for title, _ in kinds.Derived.now.groups][-2:] == ["Domain focus", "Known issues"]
 
 
 def test_the_http_api_names_exactly_the_built_in_kinds_and_categories() -> None:
@@ -180,3 +183,12 @@ def test_the_http_api_names_exactly_the_built_in_kinds_and_categories() -> None:
     # recorded through the ingest path, not POST /v1/observations
     assert get_args(ObservationTypeName) == tuple(k.name for k in BUILT_IN)
     assert get_args(FactCategoryName) == tuple(FactCategory)
+
+
+def test_a_pair_keeps_no_label_and_a_fact_text_may_name_only_a_key_field() -> None:
+    labelled = _kind("build_passed", "p", counterpart="build_failed", label=lambda md: "x")
+    with pytest.raises(ValueError, match="no stored label"):
+        register_kind(labelled, FAILED)
+    text = FactKind("build_count", PromptGroup("Builds", 35), "Runs pipeline {pipeline} a lot")
+    with registered(_kind(fact=text)):
+        assert fact_content("build_count", "ci", "build_count:ci") == 'Runs pipeline "ci" a lot'

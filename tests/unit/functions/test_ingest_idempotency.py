@@ -216,3 +216,13 @@ def test_an_observation_item_is_its_dump() -> None:
     request = ObservationsRequest.model_validate({"observations": bodies})
     dumped = request.model_dump(by_alias=True, exclude_none=True)["observations"]
     assert [o.item() for o in request.observations] == dumped
+
+
+def test_one_command_sent_twice_under_a_key_is_one_request() -> None:
+    # the use case completes copies of the items (id, arrival time), never the command's own:
+    # a caller retrying the very command it built is a retry, not another body under the key
+    ingest = service(FakeClock())
+    command = ObservationsRequest.model_validate({"observations": [OK]}).command()
+    first = ingest.accept_observations(ALICE, command, idempotency_key="k").ids
+    assert ingest.accept_observations(ALICE, command, idempotency_key="k").ids == first
+    assert dict(command.items[0]).keys() == {"type", "content", "metadata"}

@@ -49,7 +49,7 @@ def encode_member(obs: Observation) -> str:
 def labelled_letters() -> str:
     """The letters whose label the append script stores (``l␟key``): the kinds whose label is
     not their last key field (the script's ``ARGV[4]``)."""
-    return Derived.labelled_letters
+    return Derived.now.labelled_letters
 
 
 def decode_member(member: bytes | str) -> str:
