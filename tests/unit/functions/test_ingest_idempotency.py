@@ -15,7 +15,7 @@ from engram.api.models import EventsRequest, ObservationsRequest
 from engram.clock import MS_PER_DAY, FakeClock
 from engram.errors import IdempotencyKeyReused, InvalidInput, Unavailable
 from engram.identity import Caller
-from engram.use_cases.ingest import IngestService
+from engram.use_cases.ingest import IngestService, _event_body
 from engram.use_cases.ports import KeyClaim
 
 ALICE = Caller(user_id="alice", team_id="acme")
@@ -226,3 +226,22 @@ def test_one_command_sent_twice_under_a_key_is_one_request() -> None:
     first = ingest.accept_observations(ALICE, command, idempotency_key="k").ids
     assert ingest.accept_observations(ALICE, command, idempotency_key="k").ids == first
     assert dict(command.items[0]).keys() == {"type", "content", "metadata"}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"kind": "query", "text": "royalties?"},
+        {"kind": "tool", "toolName": "t", "ok": True, "durationMs": 1},
+        {"kind": "tool", "toolName": "t", "ok": False, "durationMs": 0, "error": "timeout"},
+        {"kind": "tool", "toolName": "t", "ok": True, "durationMs": 5, "result": {"a": [1, None]}},
+        {"kind": "tool", "toolName": "t", "ok": True, "durationMs": 5, "result": None},
+    ],
+)
+def test_an_events_ids_derive_from_its_body_as_the_request_gave_it(
+    event: dict[str, object],
+) -> None:
+    # the command drops the request model; the body the ids hash must stay what it dumped
+    request = EventsRequest.model_validate({"events": [event]})
+    dumped = request.events[0].model_dump(by_alias=True, exclude_none=True)
+    assert _event_body(request.command().events[0]) == dumped
