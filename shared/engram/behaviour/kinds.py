@@ -347,24 +347,23 @@ def _one_of(names: Iterable[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-def _observation_type(value: Any) -> str:
-    """A kind's name as the table holds it (the ``ObservationType`` member for a built-in)."""
-    kind = KINDS.get(value) if isinstance(value, str) else None
-    if kind is None:
+def _as_held(table: Mapping[str, Any], value: Any, name_of: Callable[[Any], str]) -> str:
+    """``value`` as ``table`` holds it (the enum member for a built-in name), or the enum
+    error naming every name held."""
+    entry = table.get(value) if isinstance(value, str) else None
+    if entry is None:
         raise PydanticCustomError(
-            "enum", "Input should be {expected}", {"expected": _one_of(tuple(KINDS))}
+            "enum", "Input should be {expected}", {"expected": _one_of(tuple(table))}
         )
-    return kind.name
+    return name_of(entry)
+
+
+def _observation_type(value: Any) -> str:
+    return _as_held(KINDS, value, lambda kind: kind.name)
 
 
 def _fact_category(value: Any) -> str:
-    """A category as the table holds it (the ``FactCategory`` member for a built-in)."""
-    fact = CATEGORIES.get(value) if isinstance(value, str) else None
-    if fact is None:
-        raise PydanticCustomError(
-            "enum", "Input should be {expected}", {"expected": _one_of(tuple(CATEGORIES))}
-        )
-    return fact.category
+    return _as_held(CATEGORIES, value, lambda fact: fact.category)
 
 
 @dataclass(frozen=True, slots=True)
