@@ -1,9 +1,9 @@
 """How a Lambda handler answers an API Gateway HTTP API (payload v2) event.
 
 Each HTTP function is a Powertools ``APIGatewayHttpResolver`` whose routes come from the one
-route table (``engram.api.routes.ROUTES``: path, method and the endpoint that answers)::
-
-    from engram.bootstrap import get_container
+route table (``engram.api.routes.ROUTES``: path, method and the endpoint that answers). A
+handler module of ``functions/`` builds it over the container provider it is given (the
+process's ``get_container``)::
 
     app = http_app("memories", get_container)  # every route of the table's "memories" function
 

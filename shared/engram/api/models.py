@@ -17,18 +17,13 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
     JsonValue,
     field_validator,
 )
-from pydantic_core import core_schema
 
 from engram.api.behaviour_inputs import (
     EventsRequest,
@@ -58,10 +53,9 @@ from engram.api.memory_inputs import (
     ReviewListQuery,
     TeamSettingsRequest,
 )
-from engram.api.responses import EpochMs, ResponseModel
+from engram.api.responses import EpochMs, FactCategoryOut, ObservationTypeOut, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
 from engram.api.tools import ToolFormat
-from engram.behaviour import kinds
 from engram.fields import (
     Content,
     FactId,
@@ -77,31 +71,6 @@ FactCategoryName = Literal[
 ]
 MemoryStatus = Literal["active", "pending_review", "archived", "rejected"]
 
-
-@dataclass(frozen=True, slots=True)
-class _TableNames:
-    """A name of the table of observation kinds in a response: whatever the table holds (a
-    fact of a registered kind is listed and exported like any other), documented as the names
-    it holds when the document is built (the built-in ones: ``FactCategoryName``,
-    ``ObservationTypeName``)."""
-
-    names: Callable[[], Iterable[str]]
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.str_schema()
-
-    def __get_pydantic_json_schema__(
-        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
-    ) -> dict[str, Any]:
-        return {"enum": list(self.names()), "type": "string"}
-
-
-#: a fact's category in a response
-FactCategoryOut = Annotated[str, _TableNames(lambda: kinds.CATEGORIES)]
-#: an observation's kind in a response
-ObservationTypeOut = Annotated[str, _TableNames(lambda: kinds.KINDS)]
 
 #: The rule of each path parameter (the same for every route that has it).
 PATH_PARAMETERS: dict[str, Any] = {

@@ -1,12 +1,23 @@
-"""The base of the v1 HTTP API's response models (``engram.api.models``) and their time type."""
+"""The base of the v1 HTTP API's response models (``engram.api.models``) and the types of
+their fields: times, and the names of the table of observation kinds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic_core import core_schema
 
+from engram.behaviour import kinds
 from engram.fields import CAMEL_CASE
 
 
@@ -35,3 +46,29 @@ def _epoch_ms_of(value: Any) -> Any:
 
 #: Milliseconds since the epoch; a ``datetime`` (how the domain keeps some times) is converted.
 EpochMs = Annotated[int, BeforeValidator(_epoch_ms_of)]
+
+
+@dataclass(frozen=True, slots=True)
+class _TableNames:
+    """A name of the table of observation kinds in a response: whatever the table holds (a
+    fact of a registered kind is listed and exported like any other), documented as the names
+    it holds when the document is built (the built-in ones: ``FactCategoryName``,
+    ``ObservationTypeName``)."""
+
+    names: Callable[[], Iterable[str]]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.str_schema()
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"enum": list(self.names()), "type": "string"}
+
+
+#: a fact's category in a response
+FactCategoryOut = Annotated[str, _TableNames(lambda: kinds.CATEGORIES)]
+#: an observation's kind in a response
+ObservationTypeOut = Annotated[str, _TableNames(lambda: kinds.KINDS)]
