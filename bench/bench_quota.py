@@ -32,7 +32,7 @@ QUOTAS = {"max_memories_per_team": 10_000_000, "max_memories_per_user": 10_000_0
 
 def _round(db: Database, writers: int, saves: int, *, one_team: bool, quotas: bool) -> float:
     store = PostgresMemoryStore(db)
-    svc = MemoryService(store, store, settings=Settings(**(QUOTAS if quotas else {})))
+    svc = MemoryService(store, settings=Settings(**(QUOTAS if quotas else {})))
     run = uuid.uuid4().hex[:8]
     callers = [
         Caller(user_id=f"u{i}", team_id=f"t{run}" if one_team else f"t{run}-{i}")

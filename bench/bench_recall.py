@@ -56,6 +56,7 @@ from engram.adapters.postgres.recall import recall_sql
 from engram.adapters.postgres.rows import vector_literal as _vec
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.identity import Caller
+from engram.memories import writes
 from engram.memories.commands import SaveMemory
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext, Embedder
@@ -247,18 +248,17 @@ def store_save_with_vector(
     vector computed before the clock starts (the embedder's own cost is timed apart); ``pick``
     is (team, user, text, its vector) and ``i`` makes the key new."""
     team, user, text, vector = pick
-    return store.upsert(
-        AccessContext(team, user),
-        NewMemory(
-            scope=Scope.USER,
-            owner_id=user,
-            team_id=team,
-            key=f"bench v {i} {time.time_ns()}",
-            value=f"saved during the benchmark: {text}",
-            embedding=vector,
-            embedding_model=model,
-        ),
+    memory = NewMemory(
+        scope=Scope.USER,
+        owner_id=user,
+        team_id=team,
+        key=f"bench v {i} {time.time_ns()}",
+        value=f"saved during the benchmark: {text}",
+        embedding=vector,
+        embedding_model=model,
     )
+    with store(AccessContext(team, user)) as tx:
+        return writes.save(tx, memory)
 
 
 def bench_size(
@@ -301,27 +301,28 @@ def bench_size(
 
     db = Database(url, max_size=2, statement_timeout_ms=10_000)
     store = PostgresMemoryStore(db)
-    svc = MemoryService(store, store, settings=Settings())
-    esvc = MemoryService(store, store, settings=Settings(), embedder=embedder)
+    svc = MemoryService(store, settings=Settings())
+    esvc = MemoryService(store, settings=Settings(), embedder=embedder)
+
+    def recall(team: str, user: str, request: RecallRequest) -> object:
+        with store(AccessContext(team, user)) as tx:
+            return tx.recall(request)
 
     def keyword(i: int) -> object:
         team, user, q, _ = picks[i]
-        return store.recall(
-            AccessContext(team, user), RecallRequest(team_id=team, user_id=user, query=q, limit=20)
-        )
+        return recall(team, user, RecallRequest(team_id=team, user_id=user, query=q, limit=20))
 
     def hybrid(i: int) -> object:
         team, user, q, e = picks[i]
-        return store.recall(
-            AccessContext(team, user),
+        return recall(
+            team,
+            user,
             RecallRequest(team_id=team, user_id=user, query=q, limit=20, embedding=e, **tuning),
         )
 
     def empty(i: int) -> object:
         team, user, _, _ = picks[i]
-        return store.recall(
-            AccessContext(team, user), RecallRequest(team_id=team, user_id=user, query="", limit=20)
-        )
+        return recall(team, user, RecallRequest(team_id=team, user_id=user, query="", limit=20))
 
     def save(i: int) -> object:
         team, user, q, _ = picks[i]

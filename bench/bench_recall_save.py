@@ -70,7 +70,7 @@ def bench_saves(url: str, size: int, queries: int, embedder: Any) -> dict[str, A
     model = embedder.model_id
     db = Database(url, max_size=2, statement_timeout_ms=10_000)
     store = PostgresMemoryStore(db)
-    svc = MemoryService(store, store, settings=Settings())
+    svc = MemoryService(store, settings=Settings())
 
     def save_with_vector(i: int) -> object:
         return store_save_with_vector(store, model, picks[i], i)

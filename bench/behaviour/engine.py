@@ -191,7 +191,7 @@ class UseCaseEngram:
             redis=self.client,
             ingest_queue=self.queue,
             extraction_queue=None,
-            memories=MemoryService(memories, memories, settings=settings, clock=self.clock),
+            memories=MemoryService(memories, settings=settings, clock=self.clock),
         )
         self.queue.record = self.container.behaviour.record
         self._callers: dict[str, Caller] = {}

@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from engram.adapters.postgres.migrate import apply_migrations
     from engram.adapters.postgres.pool import Database
     from engram.adapters.postgres.store import PostgresMemoryStore
+    from engram.memories import writes
     from engram.memories.models import NewMemory, RecallRequest, Scope
     from engram.memories.ports import AccessContext, Embedder, embedding_text
 
@@ -119,24 +120,23 @@ def main(argv: list[str] | None = None) -> int:
                     batches = [embedder.embed(texts[i : i + 64]) for i in range(0, len(texts), 64)]
                     vectors = np.asarray([v for b in batches for v in b], dtype=np.float32)
                     for m, v in zip(conv.memories, vectors, strict=True):
-                        store.upsert(
-                            ctx,
-                            NewMemory(
-                                scope=Scope.USER,
-                                owner_id=user,
-                                team_id=team,
-                                key=m.key,
-                                value=m.value,
-                                embedding=v.tolist(),
-                                embedding_model=embedder.model_id,
-                            ),
+                        memory = NewMemory(
+                            scope=Scope.USER,
+                            owner_id=user,
+                            team_id=team,
+                            key=m.key,
+                            value=m.value,
+                            embedding=v.tolist(),
+                            embedding_model=embedder.model_id,
                         )
+                        with store(ctx) as tx:
+                            writes.save(tx, memory)
                     keys = [m.key for m in conv.memories]
                     for q in conv.questions:
-                        found = store.recall(
-                            ctx,
-                            RecallRequest(team_id=team, user_id=user, query=q.text, limit=LIST),
-                        )
+                        with store(ctx) as tx:
+                            found = tx.recall(
+                                RecallRequest(team_id=team, user_id=user, query=q.text, limit=LIST)
+                            )
                         with db.tenant(ctx) as conn:
                             bm25 = dict(
                                 conn.execute(

@@ -1,11 +1,17 @@
-"""In-memory ``MemoryStore`` + ``PersonaStore``: the reference the conformance suite checks
-the PostgreSQL adapter against. Thread-safe; enforces the same visibility rules as RLS."""
+"""In-memory memory store (a ``UnitOfWork``): the store the conformance suite runs beside
+PostgreSQL. A unit of work holds the store's lock for its whole block (so transactions are
+serial) and journals every write, undone in reverse when the block raises. It enforces the
+visibility of row-level security (``engram.memories.privacy``) and one row per key; what a
+write should do is ``engram.memories.rules``, applied by ``engram.memories.writes``."""
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 from engram.adapters.inmemory_rows import (
     DedupKey,
@@ -22,17 +28,10 @@ from engram.adapters.inmemory_rows import (
     suppression_user,
 )
 from engram.clock import Clock, SystemClock
-from engram.errors import Conflict, QuotaExceeded
-from engram.memories.lifecycle import (
-    AuditStamp,
-    Quotas,
-    audit_row,
-    check_version,
-    counts_toward,
-    subject_user,
-)
+from engram.errors import Conflict
+from engram.events.models import Cause, MemoryEventType
+from engram.memories.lifecycle import QuotaSubject, counts_toward, subject_user
 from engram.memories.models import (
-    LIVE_STATUSES,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -44,31 +43,42 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
-from engram.memories.ports import AccessContext, EmbeddingTask, MemoryChange, MemoryStore
+from engram.memories.ports import (
+    AccessContext,
+    EmbeddingTask,
+    KeyRow,
+    MemoryChange,
+    MemoryTx,
+    Switches,
+    UnitOfWork,
+)
 from engram.memories.privacy import can_see, can_write, memory_visible
 from engram.memories.recall import rank_in_memory
 
+_MISSING: Any = object()
 
-class InMemoryMemoryStore(MemoryStore):
-    """``erasures``: an erasure log that ``propose`` consults besides the erasures this store
-    has done itself (``erase_user``)."""
+
+class InMemoryMemoryStore(UnitOfWork):
+    """``erasures``: an erasure log consulted and written beside the erasures this store
+    records itself. ``transactions`` counts the units of work begun."""
 
     def __init__(self, clock: Clock | None = None, *, erasures: ErasedSince | None = None) -> None:
         self._clock = clock or SystemClock()
-        self._erasures = erasures
-        self._erased_at: dict[tuple[str, str], datetime] = {}
+        self.erasures = erasures
         self._lock = threading.RLock()
-        self._rows: dict[str, Memory] = {}
-        self._by_key: dict[DedupKey, str] = {}
+        self.rows: dict[str, Memory] = {}
+        self.by_key: dict[DedupKey, str] = {}
         #: id -> (embedding model, vector or None when the model gave none)
-        self._embeddings: dict[str, tuple[str | None, list[float] | None]] = {}
-        self._personas: dict[tuple[str, str], Persona] = {}
-        self._teams: dict[str, TeamSettings] = {}
-        self._actions: list[ReviewAction] = []
-        #: suppressions (deletions, archives, rejections) -> the persona row's source user
-        self._suppressions: dict[SuppressionKey, str | None] = {}
+        self.embeddings: dict[str, tuple[str | None, list[float] | None]] = {}
         #: rows whose key or value a person edited (PostgreSQL's ``edited_at``)
-        self._edited: set[str] = set()
+        self.edited: dict[str, bool] = {}
+        self.personas: dict[tuple[str, str], Persona] = {}
+        self.teams: dict[str, TeamSettings] = {}
+        self.actions: list[ReviewAction] = []
+        #: suppressions (deletions, archives, rejections) -> the persona row's source user
+        self.suppressions: dict[SuppressionKey, str | None] = {}
+        self.erased_at: dict[tuple[str, str], datetime] = {}
+        self.transactions = 0
         self._last = datetime.fromtimestamp(0, UTC)
 
     def _now(self) -> datetime:
@@ -77,265 +87,16 @@ class InMemoryMemoryStore(MemoryStore):
         self._last = max(now, self._last)
         return self._last
 
-    # --- MemoryStore ------------------------------------------------------------------------
-    def upsert(
-        self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
-    ) -> tuple[Memory, bool]:
-        if not can_write(ctx, memory.team_id, memory.scope, memory.owner_id, memory.user_id):
-            raise PermissionError("row-level security: write outside the caller's rows")
+    @contextmanager
+    def __call__(self, ctx: AccessContext) -> Iterator[MemoryTx]:
         with self._lock:
-            existing = self._live_row(memory)
-            if existing is None:
-                self._refuse_past_limits(memory, quotas)
-            self._drop_rejected(key_of(memory))
-            return self._write(memory, existing)
-
-    def _drop_rejected(self, key: DedupKey) -> None:
-        """As PostgreSQL's one row per key: a write that gives a key a new row first drops
-        its rejected row (the rejected value stays refused by its suppression)."""
-        for row in [r for r in self._rows.values() if r.status is Status.REJECTED]:
-            if key_of(row) == key:
-                del self._rows[row.id]
-                self._embeddings.pop(row.id, None)
-
-    def _live_row(self, memory: NewMemory) -> Memory | None:
-        if memory.status not in LIVE_STATUSES:
-            return None  # a rejected row never takes a key's place
-        existing_id = self._by_key.get(key_of(memory))
-        return self._rows[existing_id] if existing_id is not None else None
-
-    def _refuse_past_limits(self, memory: NewMemory, quotas: Quotas | None) -> None:
-        if quotas is None or memory.status not in LIVE_STATUSES:
-            return
-        team_rows = [r for r in self._rows.values() if r.team_id == memory.team_id]
-        for subject in quotas.subjects(memory):
-            if sum(1 for r in team_rows if counts_toward(r, subject)) >= subject.limit:
-                raise subject.exceeded()
-
-    def _write(self, memory: NewMemory, existing: Memory | None) -> tuple[Memory, bool]:
-        now = self._now()
-        fields = {
-            **memory.model_dump(exclude={"embedding", "embedding_model"}),
-            "source_user_id": memory.source_user_id,
-        }
-        if existing is not None:
-            row = Memory(
-                **{
-                    **fields,
-                    "id": existing.id,
-                    "created_at": existing.created_at,
-                    "updated_at": now,
-                    "version": existing.version + 1,
-                }
-            )
-        else:
-            row = Memory(**fields, id=str(uuid.uuid4()), created_at=now, updated_at=now)
-        self._rows[row.id] = row
-        if row.status in LIVE_STATUSES:
-            self._by_key[key_of(row)] = row.id
-        # like PostgreSQL: a new value without an embedding drops the stale one
-        self._set_embedding(row.id, memory.embedding_model, memory.embedding)
-        return row, existing is None
-
-    def _set_embedding(self, memory_id: str, model: str | None, vector: list[float] | None) -> None:
-        if model is None and vector is None:
-            self._embeddings.pop(memory_id, None)
-        else:
-            self._embeddings[memory_id] = (model, None if vector is None else list(vector))
-
-    def propose(
-        self,
-        ctx: AccessContext,
-        memory: NewMemory,
-        *,
-        quotas: Quotas | None = None,
-        not_erased_since_ms: int | None = None,
-    ) -> tuple[Memory, bool] | None:
-        """As PostgreSQL's one statement, under the store's lock: nothing when the source user
-        was erased at or after ``not_erased_since_ms`` (here or in the erasure log), when a
-        rejected row or a suppression holds the same key and value, when the key's live row
-        is active, or when a quota is full; else created, refreshed or revived."""
-        with self._lock:
-            if not_erased_since_ms is not None and self._erased(
-                ctx.team_id, memory.source_user_id or "", not_erased_since_ms
-            ):
-                return None
-            if self._suppressed(memory):
-                return None
-            if not can_write(ctx, memory.team_id, memory.scope, memory.owner_id, memory.user_id):
-                raise PermissionError("row-level security: write outside the caller's rows")
-            existing = self._live_row(memory)
-            if existing is not None and existing.status is Status.ACTIVE:
-                return None
-            if (
-                existing is not None
-                and existing.status is Status.PENDING_REVIEW
-                and existing.id in self._edited
-            ):
-                return None  # a person's edit of the proposal holds until it is reviewed
-            if existing is None:
-                try:
-                    self._refuse_past_limits(memory, quotas)
-                except QuotaExceeded:
-                    return None
-            self._drop_rejected(key_of(memory))  # of another value: an equal one suppresses
-            if existing is not None:
-                self._edited.discard(existing.id)
-            return self._write(memory, existing)
-
-    def _erased(self, team_id: str, user_id: str, since_ms: int) -> bool:
-        erased = self._erased_at.get((team_id, user_id))
-        if erased is not None and erased >= datetime.fromtimestamp(since_ms / 1000, UTC):
-            return True
-        return self._erasures is not None and self._erasures.erased_since(
-            team_id, user_id, since_ms
-        )
-
-    def _suppress(self, memory: Memory) -> None:
-        source = memory.source_user_id if memory.scope is Scope.PERSONA else None
-        self._suppressions.setdefault(suppression_key(memory), source)
-
-    def _suppressed(self, memory: NewMemory) -> bool:
-        if suppression_key(memory) in self._suppressions:
-            return True
-        return any(
-            r.status is Status.REJECTED and key_of(r) == key_of(memory) and r.value == memory.value
-            for r in self._rows.values()
-        )
-
-    def get(self, ctx: AccessContext, memory_id: str) -> Memory | None:
-        with self._lock:
-            row = self._rows.get(memory_id)
-        return row if row is not None and memory_visible(ctx, row) else None
-
-    def find_by_key(
-        self, ctx: AccessContext, scope: Scope, owner_id: str, user_id: str | None, key: str
-    ) -> Memory | None:
-        with self._lock:
-            memory_id = self._by_key.get((ctx.team_id, scope, owner_id, user_id or "", key))
-            row = self._rows.get(memory_id) if memory_id else None
-        return row if row is not None and memory_visible(ctx, row) else None
-
-    def list_memories(self, ctx: AccessContext, flt: MemoryFilter) -> MemoryPage:
-        with self._lock:
-            rows = [r for r in self._rows.values() if memory_visible(ctx, r)]
-        return page_of([r for r in rows if matches(r, flt)], flt)
-
-    def update(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        change: MemoryChange,
-        *,
-        decided: AuditStamp | None = None,
-        if_versions: frozenset[int] | None = None,
-    ) -> Memory | None:
-        with self._lock:
-            row = self._writable(ctx, memory_id)
-            if row is None:
-                return None
-            check_version(row, if_versions)
-            if row.status is Status.REJECTED:
-                raise Conflict("a rejected proposal cannot be edited; delete it instead")
-            new = self._change(row, change)
-            if decided is not None:
-                if change.key is not None or change.value is not None:
-                    self._edited.add(new.id)
-                self._actions.append(audit_row(decided, new.id, row, new))
-                if new.status is Status.ARCHIVED and row.status is not Status.ARCHIVED:
-                    self._suppress(new)
-            return new
-
-    def review(
-        self, ctx: AccessContext, memory_id: str, change: MemoryChange, *, decided: AuditStamp
-    ) -> Memory | None:
-        with self._lock:
-            row = self._writable(ctx, memory_id)
-            if row is None:
-                return None
-            if row.status is not Status.PENDING_REVIEW:
-                raise Conflict(f"this memory was already reviewed (it is {row.status.value})")
-            new = self._change(row, change)
-            self._actions.append(audit_row(decided, new.id, row, new))
-            if new.status is Status.REJECTED:
-                self._suppress(new)  # stays refused once a new value replaces the row
-            return new
-
-    def _writable(self, ctx: AccessContext, memory_id: str) -> Memory | None:
-        row = self._rows.get(memory_id)
-        if row is None or not memory_visible(ctx, row):
-            return None
-        if not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
-            return None
-        return row
-
-    def _change(self, row: Memory, change: MemoryChange) -> Memory:
-        """``row`` with ``change`` applied; a rejected row of its new key gives way to it."""
-        if change.key is not None and change.key != row.key:
-            self._drop_rejected(
-                (row.team_id, row.scope, row.owner_id, row.user_id or "", change.key)
-            )
-        new = Memory.model_validate(
-            {
-                **row.internal_fields(),
-                **change.fields(),
-                "updated_at": self._now(),
-                "version": row.version + 1,
-            }
-        )
-        was_live, live = row.status in LIVE_STATUSES, new.status in LIVE_STATUSES
-        if live and (not was_live or key_of(new) != key_of(row)) and key_of(new) in self._by_key:
-            raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
-        if was_live:
-            del self._by_key[key_of(row)]
-        if live:
-            self._by_key[key_of(new)] = new.id
-        self._rows[new.id] = new
-        if change.new_text:
-            # a new text: its embedding is what the caller gives (none: embedded later)
-            self._set_embedding(new.id, change.embedding_model, change.embedding)
-        return new
-
-    def delete(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        *,
-        decided: AuditStamp | None = None,
-        if_versions: frozenset[int] | None = None,
-    ) -> bool:
-        with self._lock:
-            row = self._rows.get(memory_id)
-            if row is None or not can_write(ctx, row.team_id, row.scope, row.owner_id, row.user_id):
-                return False
-            check_version(row, if_versions)
-            del self._rows[memory_id]
-            if row.status in LIVE_STATUSES:
-                self._by_key.pop(key_of(row), None)
-            self._embeddings.pop(memory_id, None)
-            if decided is not None:
-                self._actions.append(audit_row(decided, row.id, row, None))
-                self._suppress(row)
-            return True
-
-    def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
-        with self._lock:
-            candidates = [
-                r for r in self._rows.values() if recalled(r, request) and memory_visible(ctx, r)
-            ]
-            embeddings = {
-                mid: vector
-                for mid, (model, vector) in self._embeddings.items()
-                if vector is not None and model is not None and model == request.embedding_model
-            }
-        return rank_in_memory(
-            candidates,
-            request.query,
-            request.limit,
-            query_embedding=request.embedding,
-            embeddings=embeddings if request.embedding is not None else None,
-            tuning=request.tuning,
-        )
+            self.transactions += 1
+            tx = InMemoryTx(self, ctx, self._now())
+            try:
+                yield tx
+            except BaseException:
+                tx.undo_to(0)
+                raise
 
     # --- EmbeddingBacklog -----------------------------------------------------------------
     def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
@@ -343,8 +104,8 @@ class InMemoryMemoryStore(MemoryStore):
             rows = sorted(
                 (
                     r
-                    for r in self._rows.values()
-                    if self._embeddings.get(r.id, (None, None))[0] != model_id
+                    for r in self.rows.values()
+                    if self.embeddings.get(r.id, (None, None))[0] != model_id
                 ),
                 key=lambda r: r.id,
             )[:limit]
@@ -356,111 +117,335 @@ class InMemoryMemoryStore(MemoryStore):
         stored = 0
         with self._lock:
             for task, vector in done:
-                row = self._rows.get(task.memory_id)
+                row = self.rows.get(task.memory_id)
                 if row is not None and (row.key, row.value) == (task.key, task.value):
-                    self._set_embedding(row.id, model_id, vector)
+                    self.embeddings[row.id] = (model_id, vector)
                     stored += 1
         return stored
 
-    def count_by_owner(self, ctx: AccessContext, scope: Scope, owner_id: str) -> int:
-        with self._lock:
-            return sum(
-                1
-                for r in self._rows.values()
-                if r.scope is scope and r.owner_id == owner_id and memory_visible(ctx, r)
-            )
 
-    def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
+class InMemoryTx(MemoryTx):
+    """One unit of work on an ``InMemoryMemoryStore`` (which holds its lock meanwhile)."""
+
+    def __init__(self, store: InMemoryMemoryStore, ctx: AccessContext, now: datetime) -> None:
+        self._s = store
+        self._ctx = ctx
+        self._now = now
+        self._journal: list[Callable[[], None]] = []
+
+    @property
+    def ctx(self) -> AccessContext:
+        return self._ctx
+
+    @property
+    def now(self) -> datetime:
+        return self._now
+
+    # --- the journal ----------------------------------------------------------------------
+    def _assign(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        """``table[key] = value`` (``_MISSING``: deleted), undone if the block raises."""
+        old = table.get(key, _MISSING)
+
+        def undo() -> None:
+            if old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+
+        self._journal.append(undo)
+        if value is _MISSING:
+            table.pop(key, None)
+        else:
+            table[key] = value
+
+    def _replace_actions(self, actions: list[ReviewAction]) -> None:
+        old = self._s.actions
+        self._journal.append(lambda: setattr(self._s, "actions", old))
+        self._s.actions = actions
+
+    def undo_to(self, mark: int) -> None:
+        while len(self._journal) > mark:
+            self._journal.pop()()
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        mark = len(self._journal)
+        try:
+            yield
+        except BaseException:
+            self.undo_to(mark)
+            raise
+
+    def _put(self, row: Memory) -> None:
+        old = self._s.rows.get(row.id)
+        if old is not None and key_of(old) != key_of(row):
+            self._assign(self._s.by_key, key_of(old), _MISSING)
+        self._assign(self._s.rows, row.id, row)
+        self._assign(self._s.by_key, key_of(row), row.id)
+
+    def _embed(self, memory_id: str, model: str | None, vector: list[float] | None) -> None:
+        """Like PostgreSQL: a new text without an embedding drops the stale one."""
+        value = _MISSING if model is None and vector is None else (model, vector)
+        self._assign(self._s.embeddings, memory_id, value)
+
+    def _writable(self, row: Memory) -> bool:
+        return can_write(self._ctx, row.team_id, row.scope, row.owner_id, row.user_id)
+
+    def _check_write(self, memory: NewMemory) -> None:
+        if not can_write(self._ctx, memory.team_id, memory.scope, memory.owner_id, memory.user_id):
+            raise PermissionError("row-level security: write outside the caller's rows")
+
+    # --- settings -------------------------------------------------------------------------
+    def switches(self, persona_id: str | None) -> Switches:
+        team = self._ctx.team_id
+        persona = self._s.personas.get((team, persona_id)) if persona_id else None
+        return Switches(team=self._s.teams.get(team), persona=persona)
+
+    def personas(self) -> list[Persona]:
+        found = [p for (team, _), p in self._s.personas.items() if team == self._ctx.team_id]
+        return sorted(found, key=lambda p: p.persona_id)
+
+    def put_persona(self, persona: Persona) -> Persona:
+        if persona.team_id != self._ctx.team_id or not self._ctx.elevated:
+            raise PermissionError("row-level security: personas are written by team admins")
+        stored = persona.model_copy(update={"updated_at": self._now})
+        self._assign(self._s.personas, (persona.team_id, persona.persona_id), stored)
+        return stored
+
+    def put_team_settings(self, settings: TeamSettings) -> TeamSettings:
+        if settings.team_id != self._ctx.team_id or not self._ctx.elevated:
+            raise PermissionError("row-level security: team settings are written by team admins")
+        stored = settings.model_copy(update={"updated_at": self._now})
+        self._assign(self._s.teams, settings.team_id, stored)
+        return stored
+
+    # --- reads ----------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        row = self._s.rows.get(memory_id)
+        return row if row is not None and memory_visible(self._ctx, row) else None
+
+    def lock(self, memory_id: str) -> Memory | None:
+        return self.get(memory_id)  # the store's lock is held for the whole unit of work
+
+    def lock_key(self, scope: Scope, owner_id: str, user_id: str | None, key: str) -> KeyRow | None:
+        memory_id = self._s.by_key.get((self._ctx.team_id, scope, owner_id, user_id or "", key))
+        row = self.get(memory_id) if memory_id else None
+        return None if row is None else KeyRow(row, self._s.edited.get(row.id, False))
+
+    def list_memories(self, flt: MemoryFilter) -> MemoryPage:
+        rows = [r for r in self._s.rows.values() if memory_visible(self._ctx, r)]
+        return page_of([r for r in rows if matches(r, flt)], flt)
+
+    def recall(self, request: RecallRequest) -> list[Memory]:
+        candidates = [
+            r
+            for r in self._s.rows.values()
+            if recalled(r, request) and memory_visible(self._ctx, r)
+        ]
+        embeddings = {
+            mid: vector
+            for mid, (model, vector) in self._s.embeddings.items()
+            if vector is not None and model is not None and model == request.embedding_model
+        }
+        return rank_in_memory(
+            candidates,
+            request.query,
+            request.limit,
+            query_embedding=request.embedding,
+            embeddings=embeddings if request.embedding is not None else None,
+            tuning=request.tuning,
+        )
+
+    def count_by_owner(self, scope: Scope, owner_id: str) -> int:
+        return sum(
+            1
+            for r in self._s.rows.values()
+            if r.scope is scope and r.owner_id == owner_id and memory_visible(self._ctx, r)
+        )
+
+    def list_actions(self, memory_id: str) -> list[ReviewAction]:
+        if not self._ctx.elevated:
+            return []
+        team = self._ctx.team_id
+        return [a for a in self._s.actions if a.team_id == team and a.memory_id == memory_id]
+
+    def usage(self, subjects: list[QuotaSubject]) -> dict[str, int]:
+        team_rows = [r for r in self._s.rows.values() if r.team_id == self._ctx.team_id]
+        return {
+            f"{s.kind}/{s.subject}": sum(1 for r in team_rows if counts_toward(r, s))
+            for s in subjects
+        }
+
+    def suppressed(self, memory: NewMemory) -> bool:
+        return suppression_key(memory) in self._s.suppressions
+
+    def erased_since(self, user_id: str, since_ms: int) -> bool:
+        team = self._ctx.team_id
+        erased = self._s.erased_at.get((team, user_id))
+        if erased is not None and erased >= datetime.fromtimestamp(since_ms / 1000, UTC):
+            return True
+        log = self._s.erasures
+        return log is not None and log.erased_since(team, user_id, since_ms)
+
+    # --- writes ---------------------------------------------------------------------------
+    def _fields(self, memory: NewMemory) -> dict[str, Any]:
+        fields = memory.model_dump(exclude={"embedding", "embedding_model"})
+        return {**fields, "source_user_id": memory.source_user_id}  # not part of its dump
+
+    def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
+        self._check_write(memory)
+        current = self._s.by_key.get(key_of(memory))
+        if current is None:
+            row = self.insert(memory)
+            assert row is not None
+            return row, True
+        existing = self._s.rows[current]
+        if existing.status is Status.REJECTED:
+            return None
+        return self._written(existing, memory), False
+
+    def _written(self, existing: Memory, memory: NewMemory) -> Memory:
+        row = Memory(
+            **self._fields(memory),
+            id=existing.id,
+            created_at=existing.created_at,
+            updated_at=max(self._now, existing.updated_at),
+            version=existing.version + 1,
+        )
+        self._put(row)
+        self._embed(row.id, memory.embedding_model, memory.embedding)
+        return row
+
+    def insert(self, memory: NewMemory) -> Memory | None:
+        self._check_write(memory)
+        if key_of(memory) in self._s.by_key:
+            return None
+        now = self._now
+        row = Memory(**self._fields(memory), id=str(uuid.uuid4()), created_at=now, updated_at=now)
+        self._put(row)
+        self._embed(row.id, memory.embedding_model, memory.embedding)
+        return row
+
+    def overwrite(self, row: Memory, memory: NewMemory) -> Memory:
+        self._check_write(memory)
+        self._assign(self._s.edited, row.id, _MISSING)
+        return self._written(row, memory)
+
+    def change(self, row: Memory, change: MemoryChange, *, edited: bool = False) -> Memory | None:
+        current = self._s.rows.get(row.id)
+        if current is None or not self._writable(current):
+            return None
+        new = Memory.model_validate(
+            {
+                **current.internal_fields(),
+                **change.fields(),
+                "updated_at": max(self._now, current.updated_at),
+                "version": current.version + 1,
+            }
+        )
+        holder = self._s.by_key.get(key_of(new))
+        if holder is not None and holder != new.id:
+            raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
+        self._put(new)
+        if edited:
+            self._assign(self._s.edited, new.id, True)
+        if change.new_text:
+            # a new text: its embedding is what the caller gives (none: embedded later)
+            self._embed(new.id, change.embedding_model, change.embedding)
+        return new
+
+    def remove(self, memory_id: str) -> Memory | None:
+        row = self._s.rows.get(memory_id)
+        if row is None or not self._writable(row):
+            return None
+        self._assign(self._s.rows, memory_id, _MISSING)
+        self._assign(self._s.by_key, key_of(row), _MISSING)
+        self._assign(self._s.embeddings, memory_id, _MISSING)
+        self._assign(self._s.edited, memory_id, _MISSING)
+        return row
+
+    def publish(
+        self,
+        event_type: MemoryEventType,
+        memory: Memory,
+        *,
+        actor_id: str,
+        cause: Cause,
+        deleted: bool = False,
+    ) -> None:
+        """The in-memory store keeps no outbox (nothing relays its events)."""
+
+    def audit(self, action: ReviewAction) -> None:
+        self._s.actions.append(action)
+        self._journal.append(lambda: self._s.actions.remove(action))
+
+    def suppress(self, memory: Memory) -> None:
+        key = suppression_key(memory)
+        if key not in self._s.suppressions:
+            source = memory.source_user_id if memory.scope is Scope.PERSONA else None
+            self._assign(self._s.suppressions, key, source)
+
+    # --- bulk -----------------------------------------------------------------------------
+    def record_erasure(self, user_id: str, at_ms: int) -> None:
+        at = datetime.fromtimestamp(at_ms / 1000, UTC)
+        self._assign(self._s.erased_at, (self._ctx.team_id, user_id), at)
+        if self._s.erasures is not None:  # a log outside the journal: recorded once, kept
+            self._s.erasures.record(self._ctx.team_id, user_id, at_ms)
+
+    def erase_user(self, user_id: str) -> dict[str, int]:
         """As PostgreSQL's erasure: the user's rows, the persona rows learnt from them, the
         audit about any of those, their suppressions; their actor id off the rest."""
+        team = self._ctx.team_id
         counts = {s.value: 0 for s in Scope}
-        system = AccessContext(ctx.team_id, ctx.user_id, elevated=True)
-        with self._lock:
-            self._erased_at[(ctx.team_id, user_id)] = self._now()
-            erased: set[str] = set()
-            for r in list(self._rows.values()):
-                if r.team_id != ctx.team_id or subject_user(r) != user_id:
-                    continue
-                if self.delete(system if r.scope is Scope.PERSONA else ctx, r.id):
-                    counts[r.scope.value] += 1
-                    erased.add(r.id)
-            self._actions, audit = audit_after_erasure(self._actions, ctx.team_id, user_id, erased)
-            gone = [
-                k
-                for k, source in self._suppressions.items()
-                if k[0] == ctx.team_id and user_id in (source, suppression_user(k))
-            ]
-            for k in gone:
-                del self._suppressions[k]
+        erased: set[str] = set()
+        for r in list(self._s.rows.values()):
+            if r.team_id != team or subject_user(r) != user_id:
+                continue
+            if r.scope is not Scope.PERSONA and not self._writable(r):
+                continue
+            self._assign(self._s.rows, r.id, _MISSING)
+            self._assign(self._s.by_key, key_of(r), _MISSING)
+            self._assign(self._s.embeddings, r.id, _MISSING)
+            counts[r.scope.value] += 1
+            erased.add(r.id)
+        kept, audit = audit_after_erasure(self._s.actions, team, user_id, erased)
+        self._replace_actions(kept)
+        gone = [
+            k
+            for k, source in self._s.suppressions.items()
+            if k[0] == team and user_id in (source, suppression_user(k))
+        ]
+        for k in gone:
+            self._assign(self._s.suppressions, k, _MISSING)
         return {**counts, "review_actions": audit, "suppressions": len(gone)}
 
     def apply_retention(
-        self, ctx: AccessContext, *, archive_before: datetime, delete_archived_before: datetime
+        self, *, archive_before: datetime, delete_archived_before: datetime
     ) -> dict[str, int]:
         archived = deleted = 0
-        with self._lock:
-            for r in list(self._rows.values()):
-                if not can_write(ctx, r.team_id, r.scope, r.owner_id, r.user_id):
-                    continue
-                if r.status is Status.ARCHIVED and r.updated_at < delete_archived_before:
-                    self.delete(ctx, r.id)
-                    deleted += 1
-            for r in list(self._rows.values()):
-                if not can_write(ctx, r.team_id, r.scope, r.owner_id, r.user_id):
-                    continue
-                if r.status is Status.ACTIVE and r.updated_at < archive_before:
-                    self._rows[r.id] = r.model_copy(
+        for r in list(self._s.rows.values()):
+            idle = r.status is Status.ARCHIVED and r.updated_at < delete_archived_before
+            if idle and self._writable(r) and self.remove(r.id):
+                deleted += 1
+        for r in list(self._s.rows.values()):
+            if self._writable(r) and r.status is Status.ACTIVE and r.updated_at < archive_before:
+                self._put(
+                    r.model_copy(
                         update={
                             "status": Status.ARCHIVED,
-                            "updated_at": self._now(),
+                            "updated_at": self._now,
                             "version": r.version + 1,
                         }
                     )
-                    archived += 1
+                )
+                archived += 1
         return {"archived": archived, "deleted": deleted}
-
-    def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]:
-        with self._lock:
-            return [
-                a
-                for a in self._actions
-                if a.team_id == ctx.team_id and a.memory_id == memory_id and ctx.elevated
-            ]
-
-    # --- PersonaStore -----------------------------------------------------------------------
-    def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None:
-        with self._lock:
-            return self._personas.get((ctx.team_id, persona_id))
-
-    def list_personas(self, ctx: AccessContext) -> list[Persona]:
-        with self._lock:
-            found = [p for (team, _), p in self._personas.items() if team == ctx.team_id]
-        return sorted(found, key=lambda p: p.persona_id)
-
-    def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona:
-        if persona.team_id != ctx.team_id or not ctx.elevated:
-            raise PermissionError("row-level security: personas are written by team admins")
-        stored = persona.model_copy(update={"updated_at": self._now()})
-        with self._lock:
-            self._personas[(ctx.team_id, persona.persona_id)] = stored
-        return stored
-
-    def get_team_settings(self, ctx: AccessContext) -> TeamSettings | None:
-        with self._lock:
-            return self._teams.get(ctx.team_id)
-
-    def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:
-        if settings.team_id != ctx.team_id or not ctx.elevated:
-            raise PermissionError("row-level security: team settings are written by team admins")
-        stored = settings.model_copy(update={"updated_at": self._now()})
-        with self._lock:
-            self._teams[ctx.team_id] = stored
-        return stored
 
 
 __all__ = [
     "ErasedSince",
     "InMemoryMemoryStore",
+    "InMemoryTx",
     "can_see",
     "decode_cursor",
     "encode_cursor",

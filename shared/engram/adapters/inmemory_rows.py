@@ -82,7 +82,9 @@ def _listed(r: Memory, flt: MemoryFilter) -> bool:
 
 
 class ErasedSince(Protocol):
-    """The part of ``engram.maintenance.ports.ErasureLog`` the store consults."""
+    """The part of ``engram.maintenance.ports.ErasureLog`` the store consults and writes."""
+
+    def record(self, team_id: str, user_id: str, at_ms: int) -> None: ...
 
     def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool: ...
 

@@ -139,7 +139,7 @@ class Container(RedisParts, PostgresParts):
     def me(self) -> MeService:
         from engram.use_cases.me import MeService
 
-        return MeService(self.behaviour, self.memories, self.erasure_log, clock=self.clock)
+        return MeService(self.behaviour, self.memories, clock=self.clock)
 
     @part
     def event_bus(self) -> EventBus:

@@ -10,7 +10,8 @@ part                     built from
 ``database``             ``engram.adapters.postgres.pool.Database`` (lazy pool); with the
                          secret every new connection takes the cached secret's credentials,
                          and a refused login reads it again (``DatabaseLogin``)
-``memory_store``         ``PostgresMemoryStore`` (memories, personas, team settings)
+``memory_store``         ``PostgresMemoryStore``: the unit of work over memories, personas,
+                         team settings, review actions, erasures and the outbox
 ``embedder``             WordLlama (offline) when ``ENGRAM_EMBEDDER=local``, MiniLM (offline,
                          numpy) when ``minilm``, Bedrock Titan when ``bedrock``, else none
 ``cursors``              ``CursorSigner`` (review cursors): ``ENGRAM_CURSOR_KEY``, else the
@@ -80,8 +81,8 @@ class PostgresParts(Parts):
 
     @part
     def memory_store(self) -> PostgresMemoryStore:
-        """The PostgreSQL ``MemoryStore`` + ``PersonaStore`` under ``memories`` (also what
-        the maintenance job's retention and erasure backstop run on)."""
+        """The PostgreSQL unit of work under ``memories`` (also what the maintenance job's
+        retention and erasure backstop run on)."""
         from engram.adapters.postgres.store import PostgresMemoryStore
 
         return PostgresMemoryStore(self.database, self.clock)
@@ -125,10 +126,8 @@ class PostgresParts(Parts):
     def memories(self) -> MemoryService:
         from engram.memories.service import MemoryService
 
-        store = self.memory_store
         return MemoryService(
-            store,
-            store,
+            self.memory_store,
             embedder=self.embedder,
             settings=self.settings,
             clock=self.clock,

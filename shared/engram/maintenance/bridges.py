@@ -19,9 +19,10 @@ from engram.behaviour.ports import BehaviourStore
 from engram.identity import SERVICE_USER_PREFIX, parse_identity_id
 from engram.insights.models import Contribution, contributions
 from engram.maintenance.models import RetentionPolicy
+from engram.memories import writes
 from engram.memories.background import BackgroundJobs
-from engram.memories.models import MemoryFilter, Scope, Status
-from engram.memories.ports import MemoryStore, list_all
+from engram.memories.models import Memory, MemoryFilter, Scope, Status
+from engram.memories.ports import MemoryChange, MemoryTx, UnitOfWork, list_all
 from engram.memories.privacy import system_context
 
 
@@ -80,7 +81,7 @@ def _when(ms: int) -> datetime:
 class MemoryStoreMaintenance:
     """``MemoryMaintenance`` + ``PersonaRetention`` over the memory service and its store."""
 
-    def __init__(self, service: BackgroundJobs, store: MemoryStore) -> None:
+    def __init__(self, service: BackgroundJobs, store: UnitOfWork) -> None:
         self._service = service
         self._store = store
 
@@ -98,45 +99,46 @@ class MemoryStoreMaintenance:
         if policy.persona_id is None:
             raise ValueError("a persona's retention policy names its persona")
         team_id, persona_id = policy.team_id, policy.persona_id
-        ctx, store = system_context(team_id), self._store
         when = _when(now)
         counts = {"archived": 0, "deleted": 0}
 
-        def delete(memory_id: str) -> bool:
-            return store.delete(ctx, memory_id)
+        def delete(tx: MemoryTx, row: Memory) -> bool:
+            return writes.delete(tx, row)
 
-        def archive(memory_id: str) -> bool:
-            return store.archive(ctx, memory_id) is not None
+        def archive(tx: MemoryTx, row: Memory) -> bool:
+            return writes.edit(tx, row, MemoryChange(status=Status.ARCHIVED)) is not None
 
-        steps: tuple[tuple[int | None, Status, str, Callable[[str], bool]], ...] = (
+        steps: tuple[tuple[int | None, Status, str, Callable[[MemoryTx, Memory], bool]], ...] = (
             (policy.delete_archived_after_days, Status.ARCHIVED, "deleted", delete),
             (policy.archive_after_days, Status.ACTIVE, "archived", archive),
         )
-        for days, status, counted, act in steps:  # deletes first: a row archived now stays
-            if days is None:
-                continue
-            idle = MemoryFilter(
-                team_id=team_id,
-                persona_id=persona_id,
-                status=status,
-                updated_before=when - timedelta(days=days),
-            )
-            for row in list_all(store, ctx, idle):
-                counts[counted] += int(act(row.id))
+        with self._store(system_context(team_id)) as tx:
+            for days, status, counted, act in steps:  # deletes first: a row archived now stays
+                if days is None:
+                    continue
+                idle = MemoryFilter(
+                    team_id=team_id,
+                    persona_id=persona_id,
+                    status=status,
+                    updated_before=when - timedelta(days=days),
+                )
+                for row in list_all(tx, idle):
+                    locked = tx.lock(row.id)
+                    counts[counted] += int(locked is not None and act(tx, locked))
         return counts
 
     def purge_user_before(self, team_id: str, user_id: str, before_ms: int) -> int:
         """Delete what erasure deletes that was created up to ``before_ms``: the user's rows
         and the persona rows learnt from them."""
-        ctx = system_context(team_id, user_id)
         cutoff = _when(before_ms)
-        rows = [
-            row
-            for flt in (
-                MemoryFilter(team_id=team_id, scope=Scope.USER, owner_id=user_id),
-                MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id),
-                MemoryFilter(team_id=team_id, scope=Scope.PERSONA, source_user_id=user_id),
-            )
-            for row in list_all(self._store, ctx, flt)
-        ]
-        return sum(int(self._store.delete(ctx, r.id)) for r in rows if r.created_at <= cutoff)
+        with self._store(system_context(team_id, user_id)) as tx:
+            rows = [
+                row
+                for flt in (
+                    MemoryFilter(team_id=team_id, scope=Scope.USER, owner_id=user_id),
+                    MemoryFilter(team_id=team_id, scope=Scope.PERSONA_USER, user_id=user_id),
+                    MemoryFilter(team_id=team_id, scope=Scope.PERSONA, source_user_id=user_id),
+                )
+                for row in list_all(tx, flt)
+            ]
+            return sum(int(writes.delete(tx, r)) for r in rows if r.created_at <= cutoff)

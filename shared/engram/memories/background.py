@@ -1,5 +1,5 @@
 """The service's own jobs: extraction proposals (validated like requests, deduplicated by
-the store in the write itself) and retention (archive, then hard-delete)."""
+the rules in the unit of work of the write) and retention (archive, then hard-delete)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from engram.errors import InvalidInput
 from engram.fields import Confidence, Identifier, MemoryKey, MemoryValue
 from engram.identity import Caller
+from engram.memories import writes
 from engram.memories.core import MemoryCore
 from engram.memories.models import Memory, NewMemory, Scope, Status
 from engram.memories.privacy import system_context
@@ -98,8 +99,8 @@ class BackgroundJobs:
     ) -> ProposalResult:
         """``propose`` answering ``"created"`` (a new pending row), ``"refreshed"`` (the key's
         pending or archived row became this proposal) or ``"dropped"`` (``memory`` is then
-        ``None``). The store decides all of it in the write itself, so created vs refreshed
-        and every rule hold under concurrency.
+        ``None``). The switches, the rules and the write run in one unit of work on the
+        rows it locked, so created vs refreshed and every rule hold under concurrency.
 
         ``not_erased_since_ms`` (the extraction job's ``queued_at``): also ``"dropped"`` when
         the user was erased (``DELETE /v1/me``) at or after it — checked in the same write, so
@@ -116,32 +117,29 @@ class BackgroundJobs:
             channel = _checked(_ID, channel, "sourceChannelId")
         system = Caller(user_id=user, team_id=team, is_team_admin=True, is_service=True)
         target = save_target(system, persona, parse_scope(scope))
-        ctx = system_context(team, user)
-        persona_cfg = self._core.persona(ctx, persona)
-        if not self._core.enabled(ctx, persona_cfg):
-            return ProposalResult("dropped", None)
-        written = self._core.store.propose(
-            ctx,
-            NewMemory(
-                scope=target.scope,
-                owner_id=target.owner_id,
-                user_id=target.user_id,
-                team_id=team,
-                key=key_s,
-                value=value_s,
-                source_channel_id=channel,
-                source_user_id=user,
-                confidence=conf,
-                status=Status.PENDING_REVIEW,
-                **self._core.memory_embedding(key_s, value_s),
-            ),
-            quotas=self._core.quotas,
-            not_erased_since_ms=not_erased_since_ms,
+        memory = NewMemory(
+            scope=target.scope,
+            owner_id=target.owner_id,
+            user_id=target.user_id,
+            team_id=team,
+            key=key_s,
+            value=value_s,
+            source_channel_id=channel,
+            source_user_id=user,
+            confidence=conf,
+            status=Status.PENDING_REVIEW,
+            **self._core.memory_embedding(key_s, value_s),
         )
+        with self._core.uow(system_context(team, user)) as tx:
+            if not self._core.enabled(tx.switches(persona)):
+                return ProposalResult("dropped", None)
+            written = writes.propose(
+                tx, memory, self._core.quotas, not_erased_since_ms=not_erased_since_ms
+            )
         if written is None:
             return ProposalResult("dropped", None)
-        memory, created = written
-        return ProposalResult("created" if created else "refreshed", memory)
+        row, created = written
+        return ProposalResult("created" if created else "refreshed", row)
 
     def apply_retention(
         self,
@@ -166,14 +164,14 @@ class BackgroundJobs:
                 isinstance(days, bool) or not isinstance(days, int) or days < 1
             ):
                 raise InvalidInput(field, "must be a positive number of days")
-        return self._core.store.apply_retention(
-            system_context(team_id),
-            archive_before=when - timedelta(days=archive_after_days)
-            if archive_after_days
-            else never,
-            delete_archived_before=(
-                when - timedelta(days=delete_archived_after_days)
-                if delete_archived_after_days
-                else never
-            ),
-        )
+        with self._core.uow(system_context(team_id)) as tx:
+            return tx.apply_retention(
+                archive_before=when - timedelta(days=archive_after_days)
+                if archive_after_days
+                else never,
+                delete_archived_before=(
+                    when - timedelta(days=delete_archived_after_days)
+                    if delete_archived_after_days
+                    else never
+                ),
+            )

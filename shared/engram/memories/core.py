@@ -1,6 +1,9 @@
-"""The state and the access rules every service of explicit memories shares: the stores,
-the switches (global, team, persona), embeddings that degrade to keywords, visibility.
-``MemoryService`` builds one ``MemoryCore`` and gives it to each of its services."""
+"""The state and the access rules every service of explicit memories shares: the store (a
+unit of work), the switches (global, team, persona), embeddings that degrade to keywords,
+visibility. ``MemoryService`` builds one ``MemoryCore`` and gives it to each of its services.
+
+Every use case opens one unit of work (``with core.uow(ctx) as tx``) and runs its access
+check, reads and writes in it."""
 
 from __future__ import annotations
 
@@ -15,13 +18,14 @@ from engram.errors import Forbidden, MemoryDisabled, NotFound
 from engram.identity import Caller
 from engram.memories.cursors import CursorSigner
 from engram.memories.lifecycle import AuditStamp, Quotas, private_to_its_user
-from engram.memories.models import Memory, MemoryFilter, MemoryPage, Persona, Scope
+from engram.memories.models import Memory, MemoryFilter, MemoryPage, Scope
 from engram.memories.ports import (
     AccessContext,
     Embedder,
     MemoryChange,
-    MemoryStore,
-    PersonaStore,
+    MemoryTx,
+    Switches,
+    UnitOfWork,
     embedding_text,
 )
 from engram.memories.privacy import context_for, memory_visible, persona_allows
@@ -35,8 +39,7 @@ class MemoryCore:
 
     def __init__(
         self,
-        store: MemoryStore,
-        personas: PersonaStore,
+        uow: UnitOfWork,
         *,
         settings: Settings,
         embedder: Embedder | None = None,
@@ -45,8 +48,7 @@ class MemoryCore:
     ) -> None:
         """``cursors`` signs review cursors with the deployment's key (the composition root
         passes it); without one, a key only this process knows."""
-        self.store = store
-        self.personas = personas
+        self.uow = uow
         self.embedder = embedder
         self.settings = settings
         self.clock = clock or SystemClock()
@@ -57,16 +59,26 @@ class MemoryCore:
             per_team=settings.max_memories_per_team,
         )
 
-    def persona(self, ctx: AccessContext, persona_id: str | None) -> Persona | None:
-        return self.personas.get_persona(ctx, persona_id) if persona_id else None
-
-    def enabled(self, ctx: AccessContext, persona: Persona | None) -> bool:
+    def enabled(self, switches: Switches, *, persona: bool = True) -> bool:
+        """Memory is on globally, for the team and (``persona``) for the persona."""
         if not self.settings.memory_enabled:
             return False
-        team = self.personas.get_team_settings(ctx)
-        if team is not None and not team.memory_enabled:
+        if switches.team is not None and not switches.team.memory_enabled:
             return False
-        return persona is None or persona.memory_enabled
+        return not persona or switches.persona is None or switches.persona.memory_enabled
+
+    def access(
+        self, caller: Caller, tx: MemoryTx, persona_id: str | None, *, persona: bool = True
+    ) -> Switches:
+        """The switches of ``persona_id``, read in ``tx``; raises what a write with it would:
+        ``Forbidden`` when the persona is not open to the caller's groups, ``MemoryDisabled``
+        when memory is off globally, for the team or (``persona``) for the persona."""
+        switches = tx.switches(persona_id)
+        if persona_id and not persona_allows(caller, switches.persona):
+            raise Forbidden("this persona is not available to the caller's groups")
+        if not self.enabled(switches, persona=persona):
+            raise MemoryDisabled("memory is switched off for this team or persona")
+        return switches
 
     def embed(self, text: str) -> dict[str, Any]:
         """``embedding`` and ``embedding_model`` of a text: both None without an embedder or
@@ -99,25 +111,26 @@ class MemoryCore:
             return {}
         return {**embedded, "tuning": self.embedder.tuning}
 
-    def visible(self, caller: Caller, ctx: AccessContext, memory: Memory | None) -> Memory:
+    def visible(self, caller: Caller, tx: MemoryTx, memory: Memory | None) -> Memory:
         """The memory as ``caller`` may see it: 404 outside their rows, and for admins a
         user's own ``user`` memory too (``private_to_its_user``), as for its history."""
+        ctx = tx.ctx
         if memory is None or not memory_visible(ctx, memory) or private_to_its_user(ctx, memory):
             raise NotFound("memory not found")
         if memory.scope is not Scope.USER and not persona_allows(
-            caller, self.persona(ctx, memory.owner_id)
+            caller, tx.switches(memory.owner_id).persona
         ):
             raise NotFound("memory not found")
         return memory
 
     def signed_page(
-        self, ctx: AccessContext, flt: MemoryFilter, cursor: str | None, listing: tuple[str, ...]
+        self, tx: MemoryTx, flt: MemoryFilter, cursor: str | None, listing: tuple[str, ...]
     ) -> MemoryPage:
         """One page of ``flt`` from ``cursor``; the cursors in and out are signed for
         ``listing`` (``engram.memories.cursors``): one issued for another listing raises
         ``InvalidInput("cursor")``."""
         opened = flt.model_copy(update={"cursor": self.cursors.open(cursor, *listing)})
-        page = self.store.list_memories(ctx, opened)
+        page = tx.list_memories(opened)
         return page.model_copy(
             update={"next_cursor": self.cursors.sign(page.next_cursor, *listing)}
         )
@@ -127,14 +140,8 @@ class MemoryCore:
         at = datetime.fromtimestamp(self.clock.now_ms() / 1000, UTC)
         return AuditStamp(id=str(uuid.uuid4()), actor_id=ctx.user_id, action=action, at=at)
 
-    # --- memory_save / memory_recall ---------------------------------------------------------
     def check_persona_access(self, caller: Caller, persona_id: str | None) -> None:
-        """Raise what a save with this persona would: ``Forbidden`` when the persona is not
-        open to the caller's groups, ``MemoryDisabled`` when memory is off globally, for the
-        team or for the persona. ``persona_id`` is a validated id (``QueueTranscript``)."""
-        ctx = context_for(caller)
-        persona_cfg = self.persona(ctx, persona_id)
-        if persona_id and not persona_allows(caller, persona_cfg):
-            raise Forbidden("this persona is not available to the caller's groups")
-        if not self.enabled(ctx, persona_cfg):
-            raise MemoryDisabled("memory is switched off for this team or persona")
+        """Raise what a save with this persona would (``access``), in a unit of work of its
+        own. ``persona_id`` is a validated id (``QueueTranscript``)."""
+        with self.uow(context_for(caller)) as tx:
+            self.access(caller, tx, persona_id)

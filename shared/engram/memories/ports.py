@@ -1,16 +1,19 @@
 """Ports of the explicit-memory domain. Adapters live in ``engram.adapters``.
 
-``AccessContext`` (``engram.memories.access``) is re-exported: every port method takes one.
+A store is a ``UnitOfWork``: ``with store(ctx) as tx`` is one tenant transaction (``MemoryTx``)
+in which a use case reads, locks and writes rows. ``AccessContext`` is re-exported.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from engram.events.models import Cause, MemoryEventType
 from engram.memories.access import AccessContext
-from engram.memories.lifecycle import AuditStamp, Quotas
+from engram.memories.lifecycle import QuotaSubject
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -55,105 +58,151 @@ class MemoryChange:
         return {name: v for name, v in given.items() if v is not None}
 
 
-class MemoryStore(Protocol):
-    """Memory storage: save, propose, get, list, update, review, delete, recall, erase and
-    retention, all within one team (``ctx.team_id``).
+@dataclass(frozen=True, slots=True)
+class KeyRow:
+    """A key's one row as a unit of work locked it, and whether a person edited its key or
+    value since it was last learnt (what protects a proposal from being refreshed)."""
 
-    Every method answers as if rows the context may not see did not exist.
+    memory: Memory
+    edited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """The team's settings and one persona's, as one transaction read them (None: never
+    configured, so the defaults apply)."""
+
+    team: TeamSettings | None = None
+    persona: Persona | None = None
+
+
+class MemoryTx(Protocol):
+    """One tenant's transaction over memories, personas, team settings, review actions and
+    the outbox: what a store does (read, lock, write rows), never what a write should do —
+    those rules are ``engram.memories.rules``, applied by ``engram.memories.writes``.
+
+    Every method answers as if rows ``ctx`` may not see did not exist, and a write to a row
+    it may not write changes nothing (``None``/``False``).
     """
 
-    def upsert(
-        self, ctx: AccessContext, memory: NewMemory, *, quotas: Quotas | None = None
-    ) -> tuple[Memory, bool]:
-        """Create, or update the key's live row (same scope, owner, user, key; a rejected row
-        of the key is replaced by a new row): value, confidence, status, provenance and
-        ``updated_at`` change; id and ``created_at`` stay. Returns the row and whether it was
-        created. With ``quotas``, a new row past a limit raises ``QuotaExceeded`` and nothing
-        is written (checked inside the write, so concurrent writers cannot both pass)."""
+    @property
+    def ctx(self) -> AccessContext: ...
+
+    @property
+    def now(self) -> datetime:
+        """The transaction's time: what its writes stamp."""
         ...
 
-    def propose(
-        self,
-        ctx: AccessContext,
-        memory: NewMemory,
-        *,
-        quotas: Quotas | None = None,
-        not_erased_since_ms: int | None = None,
-    ) -> tuple[Memory, bool] | None:
-        """A ``pending_review`` proposal in one atomic step. ``None``, nothing written, when
-        ``memory.source_user_id`` was erased at or after ``not_erased_since_ms``, when a
-        rejected row or a suppression holds the same key and value, when the key's live row is
-        active, or when a quota has no room for a new row. Otherwise a new row (created; it
-        replaces a rejected row of another value), or the key's pending row refreshed /
-        archived row turned into this proposal. A pending row whose key or value a person
-        edited (``update`` with ``decided``) is not refreshed: ``None``."""
+    # --- settings -------------------------------------------------------------------------
+    def switches(self, persona_id: str | None) -> Switches:
+        """The team's settings and ``persona_id``'s (None: the team's only), in one read."""
         ...
 
-    def get(self, ctx: AccessContext, memory_id: str) -> Memory | None: ...
-
-    def find_by_key(
-        self, ctx: AccessContext, scope: Scope, owner_id: str, user_id: str | None, key: str
-    ) -> Memory | None:
-        """The key's live row (any status but ``rejected``)."""
+    def personas(self) -> list[Persona]:
+        """The personas configured in the team, by persona id."""
         ...
 
-    def list_memories(self, ctx: AccessContext, flt: MemoryFilter) -> MemoryPage:
+    def put_persona(self, persona: Persona) -> Persona: ...
+
+    def put_team_settings(self, settings: TeamSettings) -> TeamSettings:
+        """Also appends ``team.settings.changed`` to the outbox."""
+        ...
+
+    # --- reads ----------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None: ...
+
+    def lock(self, memory_id: str) -> Memory | None:
+        """The row, locked until the transaction ends."""
+        ...
+
+    def lock_key(self, scope: Scope, owner_id: str, user_id: str | None, key: str) -> KeyRow | None:
+        """The key's one row (any status), locked until the transaction ends."""
+        ...
+
+    def list_memories(self, flt: MemoryFilter) -> MemoryPage:
         """Newest first (``created_at`` then id, descending), cursor-paginated. The cursor is
         the (``created_at``, id) of the last row of a page, which never change: a row that
         exists throughout a listing appears exactly once, whatever is saved or deleted
         meanwhile."""
         ...
 
-    def update(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        change: MemoryChange,
-        *,
-        decided: AuditStamp | None = None,
-        if_versions: frozenset[int] | None = None,
-    ) -> Memory | None:
-        """Apply ``change`` to one row; raises ``Conflict`` when the new key is taken or the
-        row is rejected (a rejection is never edited back into play). ``decided``: a person's
-        change, audited in the same transaction; a person's archive is also suppressed.
-        ``if_versions``: raise ``PreconditionFailed``, changing nothing, unless the row's
-        ``version`` is one of them (checked on the locked row)."""
-        ...
-
-    def review(
-        self, ctx: AccessContext, memory_id: str, change: MemoryChange, *, decided: AuditStamp
-    ) -> Memory | None:
-        """Decide a pending proposal: ``change.status`` is the decision (active or rejected),
-        its key and value an optional edit. Conditional on ``pending_review`` in the same
-        statement, audited in the same transaction. ``None`` when the row is not visible;
-        ``Conflict`` when it is no longer pending (the loser of two concurrent decisions) or
-        the new key is taken."""
-        ...
-
-    def delete(
-        self,
-        ctx: AccessContext,
-        memory_id: str,
-        *,
-        decided: AuditStamp | None = None,
-        if_versions: frozenset[int] | None = None,
-    ) -> bool:
-        """Hard-delete one row. ``decided``: a person's deletion, audited and suppressed in the
-        same transaction (retention and the erasure backstop pass none). ``if_versions`` as
-        ``update``."""
-        ...
-
-    def archive(self, ctx: AccessContext, memory_id: str) -> Memory | None:
-        """``update`` to ``archived``, as the service's own change (not audited)."""
-        return self.update(ctx, memory_id, MemoryChange(status=Status.ARCHIVED))
-
-    def recall(self, ctx: AccessContext, request: RecallRequest) -> list[Memory]:
+    def recall(self, request: RecallRequest) -> list[Memory]:
         """Active rows of the visible scopes, shadowed by key, ranked (see ``recall.py``)."""
         ...
 
-    def count_by_owner(self, ctx: AccessContext, scope: Scope, owner_id: str) -> int: ...
+    def count_by_owner(self, scope: Scope, owner_id: str) -> int: ...
 
-    def erase_user(self, ctx: AccessContext, user_id: str) -> dict[str, int]:
+    def list_actions(self, memory_id: str) -> list[ReviewAction]: ...
+
+    def usage(self, subjects: list[QuotaSubject]) -> dict[str, int]:
+        """How many live rows each counter holds (``kind/subject`` -> used), the counters
+        locked in the given order until the transaction ends, so no concurrent writer adds a
+        row to them meanwhile."""
+        ...
+
+    def suppressed(self, memory: NewMemory) -> bool:
+        """Whether a suppression holds ``memory``'s key and value."""
+        ...
+
+    def erased_since(self, user_id: str, since_ms: int) -> bool:
+        """Whether ``user_id`` was erased at or after ``since_ms``."""
+        ...
+
+    # --- writes ---------------------------------------------------------------------------
+    def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
+        """Write the key's row from ``memory`` (created, or the row's value, confidence,
+        status, provenance and embedding replaced; id and ``created_at`` stay) with its
+        ``memory.saved`` / ``memory.updated`` event, in one statement. ``None``, nothing
+        written, when the key's row is rejected. The row and whether it was created."""
+        ...
+
+    def insert(self, memory: NewMemory) -> Memory | None:
+        """A new row; ``None``, nothing written, when the key already has one."""
+        ...
+
+    def overwrite(self, row: Memory, memory: NewMemory) -> Memory:
+        """The locked ``row`` takes ``memory``'s value, confidence, status, provenance and
+        embedding, and loses its person's-edit mark."""
+        ...
+
+    def change(self, row: Memory, change: MemoryChange, *, edited: bool = False) -> Memory | None:
+        """Apply ``change`` to the locked ``row`` (``edited``: mark it a person's edit);
+        ``Conflict`` when its new key has a row."""
+        ...
+
+    def remove(self, memory_id: str) -> Memory | None:
+        """Hard-delete one row; the row as it was."""
+        ...
+
+    def publish(
+        self,
+        event_type: MemoryEventType,
+        memory: Memory,
+        *,
+        actor_id: str,
+        cause: Cause,
+        deleted: bool = False,
+    ) -> None:
+        """Append the event of one change of ``memory`` to the outbox."""
+        ...
+
+    def audit(self, action: ReviewAction) -> None: ...
+
+    def suppress(self, memory: Memory) -> None:
+        """Remember ``memory``'s key and value as refused (a digest, never the text)."""
+        ...
+
+    def savepoint(self) -> AbstractContextManager[None]:
+        """A block whose writes are undone, alone, when it raises."""
+        ...
+
+    # --- bulk -----------------------------------------------------------------------------
+    def record_erasure(self, user_id: str, at_ms: int) -> None:
+        """Record that ``user_id`` was erased (with ``user.erased`` and the user's insights
+        contribution removed); recording it again changes nothing."""
+        ...
+
+    def erase_user(self, user_id: str) -> dict[str, int]:
         """Hard-delete the user and persona_user rows of ``user_id``, the persona rows learnt
         from them, the audit rows about any of those and their suppressions; take their id off
         the audit rows where they acted on what stays. Counts per scope (``user``,
@@ -161,27 +210,18 @@ class MemoryStore(Protocol):
         ...
 
     def apply_retention(
-        self, ctx: AccessContext, *, archive_before: datetime, delete_archived_before: datetime
+        self, *, archive_before: datetime, delete_archived_before: datetime
     ) -> dict[str, int]:
         """Archive active rows not updated since ``archive_before``; hard-delete archived
-        rows not updated since ``delete_archived_before``."""
+        rows not updated since ``delete_archived_before``; an event for each."""
         ...
 
-    def list_actions(self, ctx: AccessContext, memory_id: str) -> list[ReviewAction]: ...
 
+class UnitOfWork(Protocol):
+    """``with uow(ctx) as tx:`` one transaction acting for ``ctx``, committed when the block
+    ends and rolled back when it raises (one per use case; stores never commit alone)."""
 
-class PersonaStore(Protocol):
-    def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None: ...
-
-    def list_personas(self, ctx: AccessContext) -> list[Persona]:
-        """The personas configured in ``ctx.team_id``, by persona id."""
-        ...
-
-    def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona: ...
-
-    def get_team_settings(self, ctx: AccessContext) -> TeamSettings | None: ...
-
-    def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings: ...
+    def __call__(self, ctx: AccessContext) -> AbstractContextManager[MemoryTx]: ...
 
 
 class Embedder(Protocol):
@@ -241,12 +281,12 @@ class EmbeddingBacklog(Protocol):
         ...
 
 
-def list_all(store: MemoryStore, ctx: AccessContext, flt: MemoryFilter) -> list[Memory]:
+def list_all(tx: MemoryTx, flt: MemoryFilter) -> list[Memory]:
     """Every memory ``flt`` lists, all its pages (the service's own jobs and exports)."""
     rows: list[Memory] = []
     cursor: str | None = None
     while True:
-        page = store.list_memories(ctx, flt.model_copy(update={"cursor": cursor, "limit": 1000}))
+        page = tx.list_memories(flt.model_copy(update={"cursor": cursor, "limit": 1000}))
         rows.extend(page.memories)
         if page.next_cursor is None:
             return rows
@@ -258,9 +298,11 @@ __all__ = [
     "Embedder",
     "EmbeddingBacklog",
     "EmbeddingTask",
+    "KeyRow",
     "MemoryChange",
-    "MemoryStore",
-    "PersonaStore",
+    "MemoryTx",
+    "Switches",
+    "UnitOfWork",
     "embedding_text",
     "list_all",
 ]

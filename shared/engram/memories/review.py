@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from engram.errors import EngramError, Forbidden, NotFound
 from engram.identity import Caller
+from engram.memories import writes
 from engram.memories.commands import Approve, BulkReview, ListPending
 from engram.memories.core import MemoryCore
 from engram.memories.lifecycle import history_visible, last_known
 from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
-from engram.memories.ports import AccessContext, MemoryChange
+from engram.memories.ports import AccessContext, MemoryChange, MemoryTx
 from engram.memories.privacy import context_for
 
 
@@ -49,51 +50,55 @@ class ReviewPipeline:
             persona_id=query.persona_id,
             limit=query.limit,
         )
-        return self._core.signed_page(ctx, flt, query.cursor, listing)
+        with self._core.uow(ctx) as tx:
+            return self._core.signed_page(tx, flt, query.cursor, listing)
 
     def approve(self, caller: Caller, memory_id: str, edit: Approve | None = None) -> Memory:
         """Approve a pending proposal, first applying ``edit`` (a new key and/or value).
         ``NotFound`` when there is no such proposal the admin may see; ``Conflict`` when it was
-        already decided (the loser of two concurrent decisions). The change and its audit row
-        are one transaction."""
-        ctx = self._admin(caller)
-        proposed = self._core.store.get(ctx, memory_id)
-        if proposed is None:
-            raise NotFound("no pending memory with this id")
-        key, value = (edit.key, edit.value) if edit is not None else (None, None)
-        approval = MemoryChange(status=Status.ACTIVE, key=key, value=value)
-        return self._review(ctx, memory_id, self._core.embedded(proposed, approval), "approve")
+        already decided (the loser of two concurrent decisions). The change, its audit row and
+        its event are one unit of work."""
+        with self._core.uow(self._admin(caller)) as tx:
+            return self._decide(tx, memory_id, "approve", edit)
 
     def reject(self, caller: Caller, memory_id: str) -> Memory:
         """Reject a pending proposal: it becomes ``rejected`` and its key and value are
         suppressed, so an equal proposal is never made again, until erasure. A new value of
         its key may be proposed (it replaces the rejected row). Errors as ``approve``."""
-        rejection = MemoryChange(status=Status.REJECTED)
-        return self._review(self._admin(caller), memory_id, rejection, "reject")
+        with self._core.uow(self._admin(caller)) as tx:
+            return self._decide(tx, memory_id, "reject")
 
     def review_many(self, caller: Caller, request: BulkReview) -> list[ReviewOutcome]:
-        """Approve or reject each id of ``request``, in order, each in its own atomic step with
-        its own audit row, exactly as ``approve`` / ``reject`` one by one: an id already
-        decided reports ``Conflict``, an unknown one ``NotFound``, and neither stops the
-        others. ``Forbidden`` for a caller who is not an admin of the team (nothing decided)."""
-        self._admin(caller)
-        decide = self.approve if request.action == "approve" else self.reject
+        """Approve or reject each id of ``request``, in order, in one unit of work where each
+        id is its own step (a savepoint) with its own audit row, exactly as ``approve`` /
+        ``reject`` one by one: an id already decided reports ``Conflict``, an unknown one
+        ``NotFound``, and neither stops the others. ``Forbidden`` for a caller who is not an
+        admin of the team (nothing decided)."""
         outcomes: list[ReviewOutcome] = []
-        for memory_id in request.ids:
-            try:
-                outcomes.append(ReviewOutcome(memory_id, memory=decide(caller, memory_id)))
-            except EngramError as exc:
-                outcomes.append(ReviewOutcome(memory_id, error=exc))
+        with self._core.uow(self._admin(caller)) as tx:
+            for memory_id in request.ids:
+                try:
+                    with tx.savepoint():
+                        decided = self._decide(tx, memory_id, request.action)
+                    outcomes.append(ReviewOutcome(memory_id, memory=decided))
+                except EngramError as exc:
+                    outcomes.append(ReviewOutcome(memory_id, error=exc))
         return outcomes
 
-    def _review(
-        self, ctx: AccessContext, memory_id: str, decision: MemoryChange, action: str
+    def _decide(
+        self, tx: MemoryTx, memory_id: str, action: str, edit: Approve | None = None
     ) -> Memory:
-        decided = self._core.decided(ctx, action)
-        reviewed = self._core.store.review(ctx, memory_id, decision, decided=decided)
-        if reviewed is None:
+        proposed = tx.lock(memory_id)
+        if proposed is None:
             raise NotFound("no pending memory with this id")
-        return reviewed
+        if action == "approve":
+            key, value = (edit.key, edit.value) if edit is not None else (None, None)
+            decision = self._core.embedded(
+                proposed, MemoryChange(status=Status.ACTIVE, key=key, value=value)
+            )
+        else:
+            decision = MemoryChange(status=Status.REJECTED)
+        return writes.review(tx, proposed, decision, decided=self._core.decided(tx.ctx, action))
 
     def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
         """The audit trail of one memory, oldest first, also after it was deleted. The owner
@@ -101,8 +106,9 @@ class ReviewPipeline:
         persona and persona_user memories), not a user's own ``user`` memory. ``NotFound``
         for anything else."""
         audit = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=True)
-        actions = self._core.store.list_actions(audit, memory_id)
-        subject = self._core.store.get(audit, memory_id) or last_known(actions, caller.team_id)
+        with self._core.uow(audit) as tx:
+            actions = tx.list_actions(memory_id)
+            subject = tx.get(memory_id) or last_known(actions, caller.team_id)
         if subject is None or not history_visible(context_for(caller), subject):
             raise NotFound("memory not found")
         return actions

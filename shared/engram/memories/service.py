@@ -22,6 +22,7 @@ from typing import Any
 from engram.clock import Clock
 from engram.errors import Forbidden, MemoryDisabled, NotFound
 from engram.identity import Caller
+from engram.memories import writes
 from engram.memories.administration import PersonaAdministration
 from engram.memories.background import BackgroundJobs, ProposalOutcome, ProposalResult
 from engram.memories.commands import EditMemory, ListMemories, Recall, SaveMemory
@@ -41,8 +42,8 @@ from engram.memories.ports import (
     AccessContext,
     Embedder,
     MemoryChange,
-    MemoryStore,
-    PersonaStore,
+    MemoryTx,
+    UnitOfWork,
     list_all,
 )
 from engram.memories.privacy import context_for, persona_allows
@@ -68,18 +69,18 @@ class MemoryService:
 
     def __init__(
         self,
-        store: MemoryStore,
-        personas: PersonaStore,
+        store: UnitOfWork,
         *,
         settings: Settings,
         embedder: Embedder | None = None,
         clock: Clock | None = None,
         cursors: CursorSigner | None = None,
     ) -> None:
-        """``cursors`` signs listing cursors with the deployment's key (the composition root
-        passes it); without one, a key only this process knows."""
+        """``store``: the unit of work every use case runs in. ``cursors`` signs listing
+        cursors with the deployment's key (the composition root passes it); without one, a
+        key only this process knows."""
         self.core = core = MemoryCore(
-            store, personas, settings=settings, embedder=embedder, clock=clock, cursors=cursors
+            store, settings=settings, embedder=embedder, clock=clock, cursors=cursors
         )
         self.review = ReviewPipeline(core)
         self.personas = PersonaAdministration(core)
@@ -87,66 +88,56 @@ class MemoryService:
         self.tools = MemoryTools(self)
 
     def save(self, caller: Caller, command: SaveMemory) -> tuple[Memory, bool]:
-        """Create or update (same scope, owner, user and key) an active memory."""
+        """Create or update (same scope, owner, user and key) an active memory: the access
+        check, the quota, the write and its event in one unit of work."""
         core, persona = self.core, command.persona_id
         target = save_target(caller, persona, command.scope)
-        ctx = context_for(caller)
-        persona_cfg = core.persona(ctx, persona)
-        if persona and not persona_allows(caller, persona_cfg):
-            raise Forbidden("this persona is not available to the caller's groups")
-        if not core.enabled(ctx, persona_cfg if target.scope is not Scope.USER else None):
-            raise MemoryDisabled("memory is switched off for this team or persona")
-        memory, created = core.store.upsert(
-            ctx,
-            NewMemory(
-                scope=target.scope,
-                owner_id=target.owner_id,
-                user_id=target.user_id,
-                team_id=caller.team_id,
-                key=command.key,
-                value=command.value,
-                source_channel_id=command.source_channel_id,
-                confidence=command.confidence,
-                status=Status.ACTIVE,
-                **core.memory_embedding(command.key, command.value),
-            ),
-            quotas=core.quotas,
+        memory = NewMemory(
+            scope=target.scope,
+            owner_id=target.owner_id,
+            user_id=target.user_id,
+            team_id=caller.team_id,
+            key=command.key,
+            value=command.value,
+            source_channel_id=command.source_channel_id,
+            confidence=command.confidence,
+            status=Status.ACTIVE,
+            **core.memory_embedding(command.key, command.value),
         )
-        return memory, created
+        with core.uow(context_for(caller)) as tx:
+            core.access(caller, tx, persona, persona=target.scope is not Scope.USER)
+            return writes.save(tx, memory, core.quotas)
 
     def recall(self, caller: Caller, command: Recall) -> list[Memory]:
         """Scope-merged recall; empty when memory is off or the persona is not allowed."""
         return self.recall_each(caller, [command])[0]
 
     def recall_each(self, caller: Caller, commands: Sequence[Recall]) -> list[list[Memory]]:
-        """Several recalls of one persona behind one access check (the persona and the team
-        switch are read once): one list per command, in order; all empty when memory is off or
-        the persona is not allowed."""
+        """Several recalls of one persona behind one access check, in one unit of work: one
+        list per command, in order; all empty when memory is off or the persona is not
+        allowed."""
         core = self.core
         personas = {r.persona_id for r in commands}
         if len(personas) > 1:
             raise ValueError("recall_each: every command names the same persona")
         persona = next(iter(personas), None)
-        ctx = context_for(caller)
-        persona_cfg = core.persona(ctx, persona)
-        if (persona and not persona_allows(caller, persona_cfg)) or not core.enabled(
-            ctx, persona_cfg
-        ):
-            return [[] for _ in commands]  # off globally, for the team, or in this persona
-        return [
-            core.store.recall(
-                ctx,
-                RecallRequest(
-                    team_id=caller.team_id,
-                    user_id=caller.user_id,
-                    persona_id=persona,
-                    query=command.query,
-                    limit=command.max_results,
-                    **core.query_embedding(command.query),
-                ),
+        requests = [
+            RecallRequest(
+                team_id=caller.team_id,
+                user_id=caller.user_id,
+                persona_id=persona,
+                query=command.query,
+                limit=command.max_results,
+                **core.query_embedding(command.query),
             )
             for command in commands
         ]
+        with core.uow(context_for(caller)) as tx:
+            try:
+                core.access(caller, tx, persona)
+            except (Forbidden, MemoryDisabled):
+                return [[] for _ in commands]  # off globally, for the team, or in this persona
+            return [tx.recall(request) for request in requests]
 
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""
@@ -156,8 +147,15 @@ class MemoryService:
 
     # --- one memory ------------------------------------------------------------------------
     def get(self, caller: Caller, memory_id: str) -> Memory:
-        ctx = context_for(caller)
-        return self.core.visible(caller, ctx, self.core.store.get(ctx, memory_id))
+        with self.core.uow(context_for(caller)) as tx:
+            return self.core.visible(caller, tx, tx.get(memory_id))
+
+    def _locked(self, caller: Caller, tx: MemoryTx, memory_id: str, doing: str) -> Memory:
+        """The memory the caller may change, locked in ``tx``."""
+        before = self.core.visible(caller, tx, tx.lock(memory_id))
+        if before.scope is Scope.PERSONA and not tx.ctx.elevated:
+            raise Forbidden(f"only team admins {doing} persona-scope memories")
+        return before
 
     def update(
         self,
@@ -180,17 +178,16 @@ class MemoryService:
         change: MemoryChange,
         if_versions: frozenset[int] | None,
     ) -> Memory:
-        ctx = context_for(caller)
-        before = self.get(caller, memory_id)
-        if before.scope is Scope.PERSONA and not ctx.elevated:
-            raise Forbidden("only team admins edit persona-scope memories")
-        after = self.core.store.update(
-            ctx,
-            before.id,
-            self.core.embedded(before, change),
-            decided=self.core.decided(ctx, "update"),
-            if_versions=if_versions,
-        )
+        core, ctx = self.core, context_for(caller)
+        with core.uow(ctx) as tx:
+            before = self._locked(caller, tx, memory_id, "edit")
+            after = writes.edit(
+                tx,
+                before,
+                core.embedded(before, change),
+                decided=core.decided(ctx, "update"),
+                if_versions=if_versions,
+            )
         if after is None:
             raise NotFound("memory not found")
         return after
@@ -199,13 +196,12 @@ class MemoryService:
         self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
     ) -> None:
         """Delete one memory; ``if_versions`` as ``update``."""
-        ctx = context_for(caller)
-        before = self.get(caller, memory_id)
-        if before.scope is Scope.PERSONA and not ctx.elevated:
-            raise Forbidden("only team admins delete persona-scope memories")
-        decided = self.core.decided(ctx, "delete")
-        if not self.core.store.delete(ctx, before.id, decided=decided, if_versions=if_versions):
-            raise NotFound("memory not found")
+        core, ctx = self.core, context_for(caller)
+        with core.uow(ctx) as tx:
+            before = self._locked(caller, tx, memory_id, "delete")
+            decided = core.decided(ctx, "delete")
+            if not writes.delete(tx, before, decided=decided, if_versions=if_versions):
+                raise NotFound("memory not found")
 
     def archive(
         self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None
@@ -225,13 +221,6 @@ class MemoryService:
         these filters (``engram.memories.cursors``)."""
         query = query or ListMemories()
         ctx = context_for(caller)
-        closed: tuple[str, ...] = ()
-        if not ctx.elevated:
-            closed = tuple(
-                p.persona_id
-                for p in self.core.personas.list_personas(ctx)
-                if not persona_allows(caller, p)
-            )
         listing = (
             "memories",
             caller.team_id,
@@ -241,18 +230,22 @@ class MemoryService:
             query.persona_id or "",
             query.source_channel_id or "",
         )
-        flt = MemoryFilter(
-            team_id=caller.team_id,
-            scope=query.scope,
-            status=query.status,
-            persona_id=query.persona_id,
-            source_channel_id=query.source_channel_id,
-            managed_by=caller.user_id if ctx.elevated else None,
-            member=None if ctx.elevated else caller.user_id,
-            exclude_personas=closed,
-            limit=query.limit,
-        )
-        return self.core.signed_page(ctx, flt, query.cursor, listing)
+        with self.core.uow(ctx) as tx:
+            closed: tuple[str, ...] = ()
+            if not ctx.elevated:
+                closed = tuple(p.persona_id for p in tx.personas() if not persona_allows(caller, p))
+            flt = MemoryFilter(
+                team_id=caller.team_id,
+                scope=query.scope,
+                status=query.status,
+                persona_id=query.persona_id,
+                source_channel_id=query.source_channel_id,
+                managed_by=caller.user_id if ctx.elevated else None,
+                member=None if ctx.elevated else caller.user_id,
+                exclude_personas=closed,
+                limit=query.limit,
+            )
+            return self.core.signed_page(tx, flt, query.cursor, listing)
 
     # --- the user's own data ----------------------------------------------------------------
     def export(self, caller: Caller) -> dict[str, Any]:
@@ -261,14 +254,20 @@ class MemoryService:
         ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
         team, user = caller.team_id, caller.user_id
         mine: list[Memory] = []
-        for flt in (
-            MemoryFilter(team_id=team, scope=Scope.USER, owner_id=user),
-            MemoryFilter(team_id=team, scope=Scope.PERSONA_USER, user_id=user),
-            MemoryFilter(team_id=team, scope=Scope.PERSONA, source_user_id=user),
-        ):
-            mine += list_all(self.core.store, ctx, flt)
+        with self.core.uow(ctx) as tx:
+            for flt in (
+                MemoryFilter(team_id=team, scope=Scope.USER, owner_id=user),
+                MemoryFilter(team_id=team, scope=Scope.PERSONA_USER, user_id=user),
+                MemoryFilter(team_id=team, scope=Scope.PERSONA, source_user_id=user),
+            ):
+                mine += list_all(tx, flt)
         return {"memories": [m.to_json_dict() for m in mine]}
 
-    def erase(self, caller: Caller) -> dict[str, int]:
+    def erase(self, caller: Caller, *, at_ms: int | None = None) -> dict[str, int]:
+        """Record the caller's erasure (at ``at_ms``, default now) and erase their memories,
+        in one unit of work: the counts of ``MemoryTx.erase_user``."""
         ctx = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=False)
-        return self.core.store.erase_user(ctx, caller.user_id)
+        at = self.core.clock.now_ms() if at_ms is None else at_ms
+        with self.core.uow(ctx) as tx:
+            tx.record_erasure(caller.user_id, at)
+            return tx.erase_user(caller.user_id)

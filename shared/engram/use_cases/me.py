@@ -1,14 +1,14 @@
 """The caller's own data across both stores: export (``GET /v1/me/export``) and erasure
 (``DELETE /v1/me``).
 
-Erasure order: (1) record the erasure in the erasure log (PostgreSQL), so the extraction drain
-never turns a transcript queued before it into memories and the maintenance job purges
-observations SQS delivers late; (2) erase the behavioural memory in Redis (observations,
-facts, checkpoint and the observation-id records that make ingestion idempotent); (3) erase the
-user's memories in PostgreSQL (scopes ``user`` and ``persona_user``, and the ``persona``
-memories learnt from their transcripts) with the audit rows and suppressions about them. With
-PostgreSQL down the answer is 503 before anything is erased; with Redis down, 503 after the
-erasure was recorded.
+Erasure order: (1) in one PostgreSQL transaction, record the erasure in the erasure log, so
+the extraction drain never turns a transcript queued before it into memories and the
+maintenance job purges observations SQS delivers late, and erase the user's memories (scopes
+``user`` and ``persona_user``, and the ``persona`` memories learnt from their transcripts) with
+the audit rows and suppressions about them; (2) erase the behavioural memory in Redis
+(observations, facts, checkpoint and the observation-id records that make ingestion
+idempotent). With PostgreSQL down the answer is 503 before anything is erased; with Redis
+down, 503 after the erasure was recorded and the memories erased.
 The client retries (every step is idempotent) and the maintenance job's purge is the backstop.
 """
 
@@ -23,7 +23,6 @@ from engram.clock import Clock, SystemClock
 from engram.identity import Caller
 from engram.memories.models import Memory, Scope
 from engram.memories.service import MemoryService
-from engram.use_cases.ports import ErasureRecorder
 
 
 @dataclass(frozen=True)
@@ -61,13 +60,11 @@ class MeService:
         self,
         behaviour: BehaviourService,
         memories: MemoryService,
-        erasures: ErasureRecorder,
         *,
         clock: Clock | None = None,
     ) -> None:
         self.behaviour = behaviour
         self.memories = memories
-        self.erasures = erasures
         self.clock = clock or SystemClock()
 
     def export(self, caller: Caller) -> Export:
@@ -90,11 +87,10 @@ class MeService:
 
     def erase(self, caller: Caller) -> Erasure:
         now = self.clock.now_ms()
-        self.erasures.record(caller.team_id, caller.user_id, now)
+        memory_counts = self.memories.erase(caller, at_ms=now)
         identity = caller.identity_id
         checkpoint = self._checkpoint(identity)
         redis_counts = self.behaviour.erase(identity)
-        memory_counts = self.memories.erase(caller)
         observations = int(redis_counts.get("observations", 0))
         return Erasure(
             caller=caller,

@@ -40,9 +40,3 @@ class IdempotencyKeys(Protocol):
     """
 
     def claim(self, scope: str, digest: str, *, now_ms: int, ttl_ms: int) -> KeyClaim: ...
-
-
-class ErasureRecorder(Protocol):
-    """The write side of ``engram.maintenance.ports.ErasureLog``."""
-
-    def record(self, team_id: str, user_id: str, at_ms: int) -> None: ...

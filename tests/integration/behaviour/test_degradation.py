@@ -43,7 +43,7 @@ class Sessions:
         self.container = Container(settings, clock=clock)
         self.behaviour = self.container.behaviour
         store = InMemoryMemoryStore(clock)
-        memories = MemoryService(store, store, settings=settings, clock=clock)
+        memories = MemoryService(store, settings=settings, clock=clock)
         self.sessions = SessionService(self.behaviour, memories, budget_ms=budget_ms)
 
     def start(self) -> SessionContext:

@@ -63,7 +63,7 @@ def test_a_change_whose_transaction_fails_after_the_outbox_insert_publishes_noth
 ) -> None:
     # a quota refusal is raised after the row and its event were written: both roll back
     store = world.container.memory_store
-    quota = MemoryService(store, store, settings=Settings(max_memories_per_user=1))
+    quota = MemoryService(store, settings=Settings(max_memories_per_user=1))
     quota.save(world.caller("alice"), SaveMemory(key="first", value="v"))
     with pytest.raises(QuotaExceeded):
         quota.save(world.caller("alice"), SaveMemory(key="second", value="v"))

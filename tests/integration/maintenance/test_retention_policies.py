@@ -4,6 +4,7 @@ applying team and persona policies to real memories."""
 from __future__ import annotations
 
 import pytest
+from tests.support import memory_rows
 from tests.unit.maintenance.fakes import FakeState
 
 from engram.adapters.postgres.pool import Database
@@ -64,7 +65,7 @@ def test_only_admins_set_policies_and_bad_days_store_nothing(db: Database) -> No
 def test_policy_writes_keep_the_other_settings(db: Database) -> None:
     clock = FakeClock()
     store = PostgresMemoryStore(db, clock)
-    service = MemoryService(store, store, settings=Settings(), clock=clock)
+    service = MemoryService(store, settings=Settings(), clock=clock)
     boss = Caller(user_id="boss", team_id="t1", is_team_admin=True)
     service.personas.put_persona(
         boss,
@@ -77,14 +78,14 @@ def test_policy_writes_keep_the_other_settings(db: Database) -> None:
     PostgresRetentionPolicies(db).set_policy(admin("t1"), archive_after_days=9)
     persona = service.personas.persona_settings("t1", "p1")
     assert (persona.memory_enabled, persona.extraction.enabled) == (False, True)
-    assert store.get_team_settings(admin("t1")) is not None
-    assert not store.get_team_settings(admin("t1")).memory_enabled  # type: ignore[union-attr]
+    assert memory_rows.get_team_settings(store, admin("t1")) is not None
+    assert not memory_rows.get_team_settings(store, admin("t1")).memory_enabled  # type: ignore[union-attr]
 
 
 def test_the_job_applies_team_and_persona_policies(db: Database) -> None:
     clock = FakeClock()
     store = PostgresMemoryStore(db, clock)
-    service = MemoryService(store, store, settings=Settings(), clock=clock)
+    service = MemoryService(store, settings=Settings(), clock=clock)
     policies = PostgresRetentionPolicies(db, clock=clock)
     u1 = Caller(user_id="u1", team_id="t1")
     u2 = Caller(user_id="u2", team_id="t2")
@@ -109,10 +110,10 @@ def test_the_job_applies_team_and_persona_policies(db: Database) -> None:
     assert rep.counts["policies"] == 2
     assert rep.counts["memoriesArchived"] == 2
     t1, t2 = admin("t1"), admin("t2")
-    assert store.get(t1, old_user.id).status is Status.ARCHIVED  # type: ignore[union-attr]
-    assert store.get(t1, fresh.id).status is Status.ACTIVE  # type: ignore[union-attr]
-    assert store.get(t2, old_persona.id).status is Status.ARCHIVED  # type: ignore[union-attr]
-    assert store.get(t2, other_persona.id).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert memory_rows.get(store, t1, old_user.id).status is Status.ARCHIVED  # type: ignore[union-attr]
+    assert memory_rows.get(store, t1, fresh.id).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert memory_rows.get(store, t2, old_persona.id).status is Status.ARCHIVED  # type: ignore[union-attr]
+    assert memory_rows.get(store, t2, other_persona.id).status is Status.ACTIVE  # type: ignore[union-attr]
 
     again = job.run(remaining_ms=60_000).tasks["retention"]
     assert again.counts.get("memoriesArchived", 0) == 0
@@ -121,5 +122,5 @@ def test_the_job_applies_team_and_persona_policies(db: Database) -> None:
     clock.advance(days=16)  # archived 16 days ago: past deleteArchivedAfterDays in team t1
     later = job.run(remaining_ms=60_000).tasks["retention"]
     assert later.counts["memoriesDeleted"] == 1
-    assert store.get(t1, old_user.id) is None
-    assert store.get(t2, old_persona.id) is not None  # p1's policy has no delete rule
+    assert memory_rows.get(store, t1, old_user.id) is None
+    assert memory_rows.get(store, t2, old_persona.id) is not None  # p1's policy has no delete rule

@@ -44,7 +44,6 @@ class Backend:
     def service(self, *, embedder: bool = False, **settings: object) -> MemoryService:
         return MemoryService(
             self.store,
-            self.store,
             embedder=HashingEmbedder(DIMS) if embedder else None,
             settings=Settings(**settings),  # type: ignore[arg-type]
             clock=self.clock,

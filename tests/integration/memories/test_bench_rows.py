@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from bench import recall_data
 from bench.bench_recall import VECTOR_FLOOR_SQL, vocabulary
+from tests.support import memory_rows
 from tests.support.services import EmbeddedPostgres
 
 from engram.adapters.local_embedder import WordLlamaEmbedder
@@ -108,7 +109,8 @@ def _exact_and_never_short(
     for user, query in (("u1", f"{words[3]} {words[40]}"), ("u2", "zzzz qqqq")):
         team = f"t{int(user[1:]) % recall_data.TEAMS}"
         vector = embedder.embed([query])[0]
-        found = store.recall(
+        found = memory_rows.recall(
+            store,
             AccessContext(team, user),
             RecallRequest(
                 team_id=team,

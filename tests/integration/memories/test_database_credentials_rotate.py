@@ -104,7 +104,7 @@ def test_the_migration_creates_the_login_role_from_its_secret(
     # with no tenant, nothing is visible, nothing can be written
     db = Database(as_role(database_url, role, "first-password"), max_size=1)
     store = PostgresMemoryStore(db, FakeClock())
-    MemoryService(store, store, settings=Settings(), clock=FakeClock()).save(
+    MemoryService(store, settings=Settings(), clock=FakeClock()).save(
         ALICE, SaveMemory(key="editor", value="helix")
     )
     db.close()
@@ -138,7 +138,7 @@ def test_a_warm_pool_recovers_when_the_password_rotates(
     login = DatabaseLogin(database_url, Secret(arn, secrets, max_age_s=3600))
     db = Database(login.conninfo, refreshed=login.refreshed, max_size=2, connect_timeout_s=3)
     store = PostgresMemoryStore(db, FakeClock())
-    service = MemoryService(store, store, settings=Settings(), clock=FakeClock())
+    service = MemoryService(store, settings=Settings(), clock=FakeClock())
     saved, _ = service.save(ALICE, SaveMemory(key="editor", value="helix"))  # warm
     assert secrets.reads == 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests.support import memory_rows
 
 from engram.adapters.local_embedder import WORDLLAMA_DIMENSIONS, WordLlamaEmbedder
 from engram.adapters.minilm_embedder import MINILM_DIMENSIONS, MiniLMEmbedder
@@ -82,7 +83,6 @@ def offline(request: pytest.FixtureRequest) -> Embedder:
 
 def service(backend: Backend, embedder: Embedder | None) -> MemoryService:
     return MemoryService(
-        backend.store,
         backend.store,
         embedder=embedder,
         settings=Settings(max_memories_per_user=1000),
@@ -233,7 +233,7 @@ def test_re_embedding_leaves_the_memory_version_alone(
         ALICE, SaveMemory(key=PARAPHRASE[0], value=PARAPHRASE[1])
     )
     assert reembed(backlog(backend), wordllama, batch_size=10).embedded == 1
-    after = backend.store.get(AccessContext(team_id="t1", user_id="alice"), saved.id)
+    after = memory_rows.get(backend.store, AccessContext(team_id="t1", user_id="alice"), saved.id)
     assert after is not None
     assert after.version == saved.version  # an If-Match read before still holds
     assert recalled(service(backend, wordllama)) == [PARAPHRASE[1]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import psycopg
 from tests.integration.memories.conftest import Backend
+from tests.support import memory_rows
 
 from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
@@ -47,15 +48,15 @@ def test_erasure_clears_the_audit_of_the_users_memories_and_their_actor_id(
     svc.erase(ALICE)
 
     for memory_id in (kept.id, gone.id, proposal.id):
-        assert backend.store.list_actions(AUDITOR, memory_id) == []
-    bob_trail = backend.store.list_actions(AUDITOR, bobs.id)
+        assert memory_rows.list_actions(backend.store, AUDITOR, memory_id) == []
+    bob_trail = memory_rows.list_actions(backend.store, AUDITOR, bobs.id)
     assert [(a.action, a.actor_id) for a in bob_trail] == [
         ("approve", ERASED_ACTOR),
         ("update", "bob"),
     ]
     assert bob_trail[1].after is not None
     assert bob_trail[1].after["value"] == "two cats"
-    menu_trail = backend.store.list_actions(AUDITOR, team_memory.id)
+    menu_trail = memory_rows.list_actions(backend.store, AUDITOR, team_memory.id)
     assert [(a.action, a.actor_id) for a in menu_trail] == [("update", ERASED_ACTOR)]
     if backend.url is not None:  # nothing left in the table itself, whatever the RLS
         with psycopg.connect(backend.url) as conn:
@@ -72,7 +73,9 @@ def test_erasure_leaves_other_teams_audit_alone(backend: Backend) -> None:
     mine, _ = svc.save(other, SaveMemory(key="k", value="v1"))
     svc.update(other, mine.id, EditMemory(value="v2"))
     svc.erase(ALICE)  # alice of t1
-    trail = backend.store.list_actions(AccessContext("t2", "auditor", elevated=True), mine.id)
+    trail = memory_rows.list_actions(
+        backend.store, AccessContext("t2", "auditor", elevated=True), mine.id
+    )
     assert [(a.action, a.actor_id) for a in trail] == [("update", "alice")]
 
 

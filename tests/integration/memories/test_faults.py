@@ -33,7 +33,7 @@ def test_postgres_down_is_unavailable_and_recovery_needs_no_restart(
     apply_migrations(database_url, embedding_dimensions=8)
     db = Database(database_url, max_size=2, connect_timeout_s=1, statement_timeout_ms=2000)
     store = PostgresMemoryStore(db)
-    svc = MemoryService(store, store, settings=Settings())
+    svc = MemoryService(store, settings=Settings())
     try:
         svc.save(ALICE, SaveMemory(key="colour", value="turquoise, saved before the outage"))
         with psycopg.connect(postgres.url(), autocommit=True) as admin:

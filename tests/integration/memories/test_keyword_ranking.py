@@ -7,6 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from tests.integration.memories.conftest import Backend
+from tests.support import memory_rows
 
 from engram.memories.models import NewMemory, RecallRequest, Scope
 from engram.memories.ports import AccessContext
@@ -19,7 +20,8 @@ BOB = AccessContext(T, "bob")
 
 
 def save(b: Backend, ctx: AccessContext, key: str, value: str, confidence: float = 1.0) -> None:
-    b.store.upsert(
+    memory_rows.upsert(
+        b.store,
         ctx,
         NewMemory(
             scope=Scope.USER,
@@ -34,7 +36,8 @@ def save(b: Backend, ctx: AccessContext, key: str, value: str, confidence: float
 
 
 def keys(b: Backend, ctx: AccessContext, query: str, persona: str | None = None) -> list[str]:
-    found = b.store.recall(
+    found = memory_rows.recall(
+        b.store,
         ctx,
         RecallRequest(
             team_id=ctx.team_id, user_id=ctx.user_id, persona_id=persona, query=query, limit=20

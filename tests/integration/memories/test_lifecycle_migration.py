@@ -145,7 +145,7 @@ def test_legacy_rows_are_carried_into_the_new_rules(legacy: dict[str, str]) -> N
     db = Database(legacy["url"], max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
     try:
         store = PostgresMemoryStore(db, FakeClock())
-        svc = MemoryService(store, store, settings=Settings(), clock=FakeClock())
+        svc = MemoryService(store, settings=Settings(), clock=FakeClock())
         assert svc.jobs.propose("acme", "alice", None, "hobby", "chess", 0.8, "c9") is None
         assert svc.jobs.propose("acme", "alice", None, "city", "Lyon", 0.8, "c9") is not None
         counts = svc.erase(Caller(user_id="alice", team_id="acme"))

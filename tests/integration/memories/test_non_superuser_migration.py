@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from tests.support import memory_rows
 
 from engram.adapters.postgres import migrate
 from engram.adapters.postgres.erasures import PostgresErasureLog
@@ -97,7 +98,7 @@ def as_migrator(each_database_url: str) -> Iterator[AsMigrator]:
     clock = FakeClock(T0)
     db = Database(url, max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
     store = PostgresMemoryStore(db, clock)
-    service = MemoryService(store, store, settings=Settings(), clock=clock)
+    service = MemoryService(store, settings=Settings(), clock=clock)
     try:
         yield AsMigrator(url, database_url, db, clock, service)
     finally:
@@ -185,8 +186,8 @@ def test_the_application_role_is_still_confined_to_its_team(as_migrator: AsMigra
     svc.personas.put_team_settings(BOSS, TeamSettingsRequest(memory_enabled=False).command())
     store = PostgresMemoryStore(as_migrator.db, as_migrator.clock)
     other = AccessContext(team_id="globex", user_id="boss", elevated=True)
-    assert store.get_persona(other, "helpdesk") is None
-    assert store.get_team_settings(other) is None
+    assert memory_rows.get_persona(store, other, "helpdesk") is None
+    assert memory_rows.get_team_settings(store, other) is None
     with psycopg.connect(as_migrator.url, autocommit=True) as conn:
         conn.execute("SET ROLE engram_app")  # no tenant settings: no row of any table
         for table in (

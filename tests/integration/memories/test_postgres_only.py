@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from tests.integration.memories.conftest import Backend
+from tests.support import memory_rows
 
 from engram.adapters.postgres.migrate import apply_migrations, load_migrations, main
 from engram.adapters.postgres.pool import Database
@@ -86,7 +87,8 @@ def test_app_role_cannot_write_into_another_tenant(pg_backend: Backend) -> None:
 def test_store_write_outside_rows_maps_to_forbidden(pg_backend: Backend) -> None:
     bob = AccessContext("t1", "bob")
     with pytest.raises(Forbidden):
-        pg_backend.store.upsert(
+        memory_rows.upsert(
+            pg_backend.store,
             bob,
             NewMemory(scope=Scope.USER, owner_id="alice", team_id="t1", key="k", value="v"),
         )
@@ -98,8 +100,10 @@ def test_tenant_settings_do_not_leak_to_the_next_transaction(database_url: str) 
     store = PostgresMemoryStore(db)
     try:
         admin = AccessContext("t1", "root", elevated=True)
-        store.upsert(
-            admin, NewMemory(scope=Scope.USER, owner_id="alice", team_id="t1", key="k", value="v")
+        memory_rows.upsert(
+            store,
+            admin,
+            NewMemory(scope=Scope.USER, owner_id="alice", team_id="t1", key="k", value="v"),
         )
         with db.pool.connection() as conn:  # the same (only) pooled connection
             conn.execute("SET ROLE engram_app")
@@ -193,7 +197,9 @@ def test_unreachable_postgres_raises_unavailable(tmp_path: Path) -> None:
     store = PostgresMemoryStore(db)
     try:
         with pytest.raises(Unavailable):
-            store.recall(AccessContext("t", "u"), RecallRequest(team_id="t", user_id="u"))
+            memory_rows.recall(
+                store, AccessContext("t", "u"), RecallRequest(team_id="t", user_id="u")
+            )
     finally:
         db.close()
 

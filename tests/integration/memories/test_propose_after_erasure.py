@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.integration.memories.conftest import Backend
+from tests.support import memory_rows
 
 from engram.adapters.erasure_log import InMemoryErasureLog
 from engram.adapters.postgres.erasures import PostgresErasureLog
@@ -62,7 +63,9 @@ def _erase(svc: MemoryService, log: ErasureLog, backend: Backend) -> None:
 
 
 def _rows(backend: Backend) -> list[str]:
-    page = backend.store.list_memories(system_context("t1"), MemoryFilter(team_id="t1", limit=100))
+    page = memory_rows.list_memories(
+        backend.store, system_context("t1"), MemoryFilter(team_id="t1", limit=100)
+    )
     return [m.key for m in page.memories]
 
 

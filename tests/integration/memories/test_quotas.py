@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION, Backend
+from tests.support import memory_rows
 
 from engram.errors import QuotaExceeded
 from engram.identity import Caller
@@ -34,8 +35,8 @@ def stored(backend: Backend, where: str = "TRUE", *params: Any) -> int:
     assert where == "TRUE"
     return sum(
         len(
-            backend.store.list_memories(
-                system_context(team), MemoryFilter(team_id=team, limit=1000)
+            memory_rows.list_memories(
+                backend.store, system_context(team), MemoryFilter(team_id=team, limit=1000)
             ).memories
         )
         for team in ("t1", "t2")

@@ -163,7 +163,7 @@ def migrated(each_database_url: str) -> Iterator[tuple[str, Database]]:
 
 def _service(db: Database) -> MemoryService:
     store = PostgresMemoryStore(db, FakeClock())
-    return MemoryService(store, store, settings=Settings(), clock=FakeClock())
+    return MemoryService(store, settings=Settings(), clock=FakeClock())
 
 
 def _run(db: Database, sql: str, **values: Any) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from tests.integration.memories.conftest import Backend
 from tests.integration.memories.service_callers import ADMIN, ALICE, ALICE_T2, BOB
+from tests.support import memory_rows
 
 from engram.api.errors import error_response
 from engram.api.memory_inputs import (
@@ -384,7 +385,7 @@ def test_personas_admin_only(backend: Backend) -> None:
     with pytest.raises(NotFound):
         svc.personas.get_persona(ADMIN, "unknown")
     ctx = context_for(ADMIN)
-    assert backend.store.list_memories(ctx, MemoryFilter(team_id="t1")).memories == []
+    assert memory_rows.list_memories(backend.store, ctx, MemoryFilter(team_id="t1")).memories == []
 
 
 def test_per_user_quota_refuses_new_keys_but_allows_updates(backend: Backend) -> None:

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from tests.integration.memories.conftest import DIMS, EVERY_VERSION, Backend
+from tests.support import memory_rows
 
 from engram.memories.models import (
     MemoryFilter,
@@ -78,7 +79,8 @@ def recall(
     limit: int = 20,
     embedding: list[float] | None = None,
 ) -> list[str]:
-    found = b.store.recall(
+    found = memory_rows.recall(
+        b.store,
         ctx,
         RecallRequest(
             team_id=ctx.team_id,
@@ -95,57 +97,68 @@ def recall(
 
 # --- upsert / dedup ---------------------------------------------------------------------------
 def test_upsert_same_key_updates_value_and_keeps_identity(backend: Backend) -> None:
-    first, created = backend.store.upsert(ALICE, new("editor", "vim", confidence=0.5))
+    first, created = memory_rows.upsert(backend.store, ALICE, new("editor", "vim", confidence=0.5))
     assert created
     backend.clock.advance(seconds=5)
-    second, created_again = backend.store.upsert(ALICE, new("editor", "emacs", confidence=0.9))
+    second, created_again = memory_rows.upsert(
+        backend.store, ALICE, new("editor", "emacs", confidence=0.9)
+    )
     assert not created_again
     assert second.id == first.id
     assert second.created_at == first.created_at
     assert second.updated_at > first.updated_at
     assert (second.value, second.confidence) == ("emacs", 0.9)
-    assert backend.store.count_by_owner(ALICE, Scope.USER, "alice") == 1
-    got = backend.store.get(ALICE, first.id)
+    assert memory_rows.count_by_owner(backend.store, ALICE, Scope.USER, "alice") == 1
+    got = memory_rows.get(backend.store, ALICE, first.id)
     assert got is not None
     assert got.value == "emacs"
 
 
 def test_dedup_is_per_scope_owner_and_user(backend: Backend) -> None:
-    a, _ = backend.store.upsert(ALICE, new("diet", "vegan"))
-    b, _ = backend.store.upsert(
-        ALICE, new("diet", "vegetarian", scope=Scope.PERSONA_USER, owner="chef", user="alice")
+    a, _ = memory_rows.upsert(backend.store, ALICE, new("diet", "vegan"))
+    b, _ = memory_rows.upsert(
+        backend.store,
+        ALICE,
+        new("diet", "vegetarian", scope=Scope.PERSONA_USER, owner="chef", user="alice"),
     )
-    c, _ = backend.store.upsert(BOB, new("diet", "omnivore", owner="bob"))
-    d, _ = backend.store.upsert(
-        BOB, new("diet", "pescatarian", scope=Scope.PERSONA_USER, owner="chef", user="bob")
+    c, _ = memory_rows.upsert(backend.store, BOB, new("diet", "omnivore", owner="bob"))
+    d, _ = memory_rows.upsert(
+        backend.store,
+        BOB,
+        new("diet", "pescatarian", scope=Scope.PERSONA_USER, owner="chef", user="bob"),
     )
-    e, _ = backend.store.upsert(
-        ADMIN, new("diet", "menu policy", scope=Scope.PERSONA, owner="chef")
+    e, _ = memory_rows.upsert(
+        backend.store, ADMIN, new("diet", "menu policy", scope=Scope.PERSONA, owner="chef")
     )
     assert len({a.id, b.id, c.id, d.id, e.id}) == 5
 
 
 def test_get_unknown_and_malformed_ids_are_none(backend: Backend) -> None:
-    assert backend.store.get(ALICE, "00000000-0000-0000-0000-000000000000") is None
-    assert backend.store.get(ALICE, "not-a-uuid' OR 1=1 --") is None
-    assert not backend.store.delete(ALICE, "not-a-uuid")
+    assert memory_rows.get(backend.store, ALICE, "00000000-0000-0000-0000-000000000000") is None
+    assert memory_rows.get(backend.store, ALICE, "not-a-uuid' OR 1=1 --") is None
+    assert not memory_rows.delete(backend.store, ALICE, "not-a-uuid")
 
 
 # --- list ---------------------------------------------------------------------------------------
 def test_list_filters_and_cursor_pagination(backend: Backend) -> None:
     ids = []
     for i in range(7):
-        m, _ = backend.store.upsert(ALICE, new(f"k{i}", f"v{i}", channel="c1" if i % 2 else None))
+        m, _ = memory_rows.upsert(
+            backend.store, ALICE, new(f"k{i}", f"v{i}", channel="c1" if i % 2 else None)
+        )
         ids.append(m.id)
         backend.clock.advance(seconds=1)
-    backend.store.upsert(
-        ALICE, new("p", "pv", scope=Scope.PERSONA_USER, owner="chef", user="alice")
+    memory_rows.upsert(
+        backend.store, ALICE, new("p", "pv", scope=Scope.PERSONA_USER, owner="chef", user="alice")
     )
-    backend.store.upsert(ADMIN, new("q", "pending", status=Status.PENDING_REVIEW, owner="alice"))
+    memory_rows.upsert(
+        backend.store, ADMIN, new("q", "pending", status=Status.PENDING_REVIEW, owner="alice")
+    )
     seen: list[str] = []
     cursor = None
     while True:
-        page = backend.store.list_memories(
+        page = memory_rows.list_memories(
+            backend.store,
             ALICE,
             MemoryFilter(team_id=T, scope=Scope.USER, status=Status.ACTIVE, limit=3, cursor=cursor),
         )
@@ -154,65 +167,77 @@ def test_list_filters_and_cursor_pagination(backend: Backend) -> None:
         if cursor is None:
             break
     assert seen == list(reversed(ids))  # newest first, each exactly once
-    persona_rows = backend.store.list_memories(ALICE, MemoryFilter(team_id=T, persona_id="chef"))
+    persona_rows = memory_rows.list_memories(
+        backend.store, ALICE, MemoryFilter(team_id=T, persona_id="chef")
+    )
     assert [m.key for m in persona_rows.memories] == ["p"]
-    pending = backend.store.list_memories(
-        ALICE, MemoryFilter(team_id=T, status=Status.PENDING_REVIEW)
+    pending = memory_rows.list_memories(
+        backend.store, ALICE, MemoryFilter(team_id=T, status=Status.PENDING_REVIEW)
     )
     assert [m.key for m in pending.memories] == ["q"]
-    third = backend.store.get(ALICE, ids[3])
+    third = memory_rows.get(backend.store, ALICE, ids[3])
     assert third is not None
-    newer = backend.store.list_memories(
+    newer = memory_rows.list_memories(
+        backend.store,
         ALICE,
         MemoryFilter(
             team_id=T, scope=Scope.USER, updated_after=third.updated_at, status=Status.ACTIVE
         ),
     )
     assert {m.key for m in newer.memories} == {"k4", "k5", "k6"}
-    older = backend.store.list_memories(
-        ALICE, MemoryFilter(team_id=T, owner_id="alice", updated_before=third.updated_at)
+    older = memory_rows.list_memories(
+        backend.store,
+        ALICE,
+        MemoryFilter(team_id=T, owner_id="alice", updated_before=third.updated_at),
     )
     assert {m.key for m in older.memories} == {"k0", "k1", "k2"}
-    by_user = backend.store.list_memories(ALICE, MemoryFilter(team_id=T, user_id="alice"))
+    by_user = memory_rows.list_memories(
+        backend.store, ALICE, MemoryFilter(team_id=T, user_id="alice")
+    )
     assert [m.key for m in by_user.memories] == ["p"]
 
 
 # --- delete / archive / status ------------------------------------------------------------------
 def test_hard_delete_removes_the_row(backend: Backend) -> None:
-    m, _ = backend.store.upsert(ALICE, new("tmp", "gone soon"))
-    assert backend.store.delete(ALICE, m.id)
-    assert backend.store.get(ALICE, m.id) is None
-    assert not backend.store.delete(ALICE, m.id)
+    m, _ = memory_rows.upsert(backend.store, ALICE, new("tmp", "gone soon"))
+    assert memory_rows.delete(backend.store, ALICE, m.id)
+    assert memory_rows.get(backend.store, ALICE, m.id) is None
+    assert not memory_rows.delete(backend.store, ALICE, m.id)
     assert recall(backend, ALICE, "gone") == []
-    again, created = backend.store.upsert(ALICE, new("tmp", "back"))
+    again, created = memory_rows.upsert(backend.store, ALICE, new("tmp", "back"))
     assert created
     assert again.id != m.id
 
 
 def test_archive_hides_from_recall_but_keeps_the_row(backend: Backend) -> None:
-    m, _ = backend.store.upsert(ALICE, new("old job", "worked at Initech"))
-    archived = backend.store.archive(ALICE, m.id)
+    m, _ = memory_rows.upsert(backend.store, ALICE, new("old job", "worked at Initech"))
+    archived = memory_rows.archive(backend.store, ALICE, m.id)
     assert archived is not None
     assert archived.status is Status.ARCHIVED
     assert recall(backend, ALICE, "Initech") == []
     assert recall(backend, ALICE) == []
-    listed = backend.store.list_memories(ALICE, MemoryFilter(team_id=T, status=Status.ARCHIVED))
+    listed = memory_rows.list_memories(
+        backend.store, ALICE, MemoryFilter(team_id=T, status=Status.ARCHIVED)
+    )
     assert [x.id for x in listed.memories] == [m.id]
 
 
 def test_only_active_rows_are_recalled(backend: Backend) -> None:
-    backend.store.upsert(ALICE, new("a", "tea active"))
-    backend.store.upsert(ADMIN, new("b", "tea pending", status=Status.PENDING_REVIEW))
-    backend.store.upsert(ALICE, new("c", "tea archived", status=Status.ARCHIVED))
+    memory_rows.upsert(backend.store, ALICE, new("a", "tea active"))
+    memory_rows.upsert(backend.store, ADMIN, new("b", "tea pending", status=Status.PENDING_REVIEW))
+    memory_rows.upsert(backend.store, ALICE, new("c", "tea archived", status=Status.ARCHIVED))
     assert recall(backend, ALICE, "tea") == ["tea active"]
     assert recall(backend, ALICE) == ["tea active"]
 
 
 # --- scopes ---------------------------------------------------------------------------------------
 def seed_three_scopes(b: Backend) -> None:
-    b.store.upsert(ALICE, new("diet", "omnivore user", confidence=1.0))
-    b.store.upsert(ADMIN, new("diet", "persona kitchen policy", scope=Scope.PERSONA, owner="chef"))
-    b.store.upsert(
+    memory_rows.upsert(b.store, ALICE, new("diet", "omnivore user", confidence=1.0))
+    memory_rows.upsert(
+        b.store, ADMIN, new("diet", "persona kitchen policy", scope=Scope.PERSONA, owner="chef")
+    )
+    memory_rows.upsert(
+        b.store,
         ALICE,
         new(
             "diet",
@@ -223,9 +248,13 @@ def seed_three_scopes(b: Backend) -> None:
             confidence=0.2,
         ),
     )
-    b.store.upsert(ALICE, new("city", "lives in Lyon"))
-    b.store.upsert(ADMIN, new("hours", "kitchen open 9-5", scope=Scope.PERSONA, owner="chef"))
-    b.store.upsert(ADMIN, new("city", "persona city Paris", scope=Scope.PERSONA, owner="chef"))
+    memory_rows.upsert(b.store, ALICE, new("city", "lives in Lyon"))
+    memory_rows.upsert(
+        b.store, ADMIN, new("hours", "kitchen open 9-5", scope=Scope.PERSONA, owner="chef")
+    )
+    memory_rows.upsert(
+        b.store, ADMIN, new("city", "persona city Paris", scope=Scope.PERSONA, owner="chef")
+    )
 
 
 def test_scope_priority_and_shadowing(backend: Backend) -> None:
@@ -247,10 +276,13 @@ def test_scope_priority_and_shadowing(backend: Backend) -> None:
 
 def test_persona_user_rows_of_another_persona_or_user_are_not_recalled(backend: Backend) -> None:
     seed_three_scopes(backend)
-    backend.store.upsert(
-        BOB, new("diet", "bob keto", scope=Scope.PERSONA_USER, owner="chef", user="bob")
+    memory_rows.upsert(
+        backend.store,
+        BOB,
+        new("diet", "bob keto", scope=Scope.PERSONA_USER, owner="chef", user="bob"),
     )
-    backend.store.upsert(
+    memory_rows.upsert(
+        backend.store,
         ALICE,
         new("tutor", "alice tutor note", scope=Scope.PERSONA_USER, owner="tutor", user="alice"),
     )
@@ -261,9 +293,9 @@ def test_persona_user_rows_of_another_persona_or_user_are_not_recalled(backend: 
 
 # --- recall ranking ---------------------------------------------------------------------------
 def test_recall_matches_any_one_of_several_terms(backend: Backend) -> None:
-    backend.store.upsert(ALICE, new("language", "prefers Go over Python"))
-    backend.store.upsert(ALICE, new("infra", "deploys with Kubernetes and Traefik"))
-    backend.store.upsert(ALICE, new("pet", "has a cat named Miso"))
+    memory_rows.upsert(backend.store, ALICE, new("language", "prefers Go over Python"))
+    memory_rows.upsert(backend.store, ALICE, new("infra", "deploys with Kubernetes and Traefik"))
+    memory_rows.upsert(backend.store, ALICE, new("pet", "has a cat named Miso"))
     assert recall(backend, ALICE, "kubernetes zebra unicorn") == [
         "deploys with Kubernetes and Traefik"
     ]
@@ -273,9 +305,9 @@ def test_recall_matches_any_one_of_several_terms(backend: Backend) -> None:
 
 
 def test_more_matching_terms_rank_first(backend: Backend) -> None:
-    backend.store.upsert(ALICE, new("one", "coffee in the morning"))
+    memory_rows.upsert(backend.store, ALICE, new("one", "coffee in the morning"))
     backend.clock.advance(seconds=1)
-    backend.store.upsert(ALICE, new("two", "coffee and croissant for breakfast"))
+    memory_rows.upsert(backend.store, ALICE, new("two", "coffee and croissant for breakfast"))
     assert recall(backend, ALICE, "coffee croissant") == [
         "coffee and croissant for breakfast",
         "coffee in the morning",
@@ -283,30 +315,30 @@ def test_more_matching_terms_rank_first(backend: Backend) -> None:
 
 
 def test_empty_query_orders_by_confidence_then_recency(backend: Backend) -> None:
-    backend.store.upsert(ALICE, new("a", "low", confidence=0.3))
+    memory_rows.upsert(backend.store, ALICE, new("a", "low", confidence=0.3))
     backend.clock.advance(seconds=1)
-    backend.store.upsert(ALICE, new("b", "high old", confidence=0.9))
+    memory_rows.upsert(backend.store, ALICE, new("b", "high old", confidence=0.9))
     backend.clock.advance(seconds=1)
-    backend.store.upsert(ALICE, new("c", "high new", confidence=0.9))
+    memory_rows.upsert(backend.store, ALICE, new("c", "high new", confidence=0.9))
     assert recall(backend, ALICE) == ["high new", "high old", "low"]
     assert recall(backend, ALICE, limit=2) == ["high new", "high old"]
 
 
 def test_vector_path_finds_without_keyword_overlap(backend: Backend) -> None:
-    backend.store.upsert(ALICE, new("near", "semantic neighbour", embedding=axis(0)))
-    backend.store.upsert(ALICE, new("far", "unrelated thing", embedding=axis(1)))
-    backend.store.upsert(ALICE, new("none", "no embedding at all"))
+    memory_rows.upsert(backend.store, ALICE, new("near", "semantic neighbour", embedding=axis(0)))
+    memory_rows.upsert(backend.store, ALICE, new("far", "unrelated thing", embedding=axis(1)))
+    memory_rows.upsert(backend.store, ALICE, new("none", "no embedding at all"))
     assert recall(backend, ALICE, "qqq", embedding=axis(0)) == ["semantic neighbour"]
 
 
 def save_fusion_rows(backend: Backend) -> None:
     """Rows a, b, c for "apple banana" at axis 0: a both words, no vector match; b one word,
     the vector; c no word, cosine 0.6."""
-    backend.store.upsert(ALICE, new("a", "apple banana smoothie", embedding=axis(1)))
-    backend.store.upsert(ALICE, new("b", "apple pie", embedding=axis(0)))
+    memory_rows.upsert(backend.store, ALICE, new("a", "apple banana smoothie", embedding=axis(1)))
+    memory_rows.upsert(backend.store, ALICE, new("b", "apple pie", embedding=axis(0)))
     c_vec = [0.0] * DIMS
     c_vec[0], c_vec[2] = 0.6, 0.8
-    backend.store.upsert(ALICE, new("c", "orchard notes", embedding=c_vec))
+    memory_rows.upsert(backend.store, ALICE, new("c", "orchard notes", embedding=c_vec))
 
 
 def test_rrf_fusion_orders_as_documented(backend: Backend) -> None:
@@ -330,7 +362,8 @@ def test_weighted_rrf_and_score_fusion_order_as_documented(backend: Backend) -> 
     save_fusion_rows(backend)
 
     def fused(**tuning: object) -> list[str]:
-        found = backend.store.recall(
+        found = memory_rows.recall(
+            backend.store,
             ALICE,
             RecallRequest(
                 team_id=T,
@@ -367,56 +400,62 @@ def test_weighted_rrf_and_score_fusion_order_as_documented(backend: Backend) -> 
 def test_injection_shaped_keys_and_queries_are_literal(backend: Backend) -> None:
     key = "'; DROP TABLE memories; --"
     value = "Robert'); DELETE FROM memories WHERE ('1'='1 %s %(x)s $1 \\x00ish"
-    m, _ = backend.store.upsert(ALICE, new(key, value))
-    got = backend.store.get(ALICE, m.id)
+    m, _ = memory_rows.upsert(backend.store, ALICE, new(key, value))
+    got = memory_rows.get(backend.store, ALICE, m.id)
     assert got is not None
     assert (got.key, got.value) == (key, value)
     assert recall(backend, ALICE, "DROP TABLE") == [value]
     assert recall(backend, ALICE, "' OR '1'='1' --") == [value]
     assert recall(backend, ALICE, "!!! & | ( ) : * <-> \\") == []
-    assert backend.store.count_by_owner(ALICE, Scope.USER, "alice") == 1
+    assert memory_rows.count_by_owner(backend.store, ALICE, Scope.USER, "alice") == 1
 
 
 # --- isolation ------------------------------------------------------------------------------------
 def test_isolation_between_users_and_teams(backend: Backend) -> None:
-    mine, _ = backend.store.upsert(ALICE, new("secret", "alice secret"))
-    pu, _ = backend.store.upsert(
-        ALICE, new("pu", "alice persona note", scope=Scope.PERSONA_USER, owner="chef", user="alice")
+    mine, _ = memory_rows.upsert(backend.store, ALICE, new("secret", "alice secret"))
+    pu, _ = memory_rows.upsert(
+        backend.store,
+        ALICE,
+        new("pu", "alice persona note", scope=Scope.PERSONA_USER, owner="chef", user="alice"),
     )
-    other_team, _ = backend.store.upsert(
-        OTHER_TEAM_ALICE, new("secret", "alice team2 secret", team="team-2")
+    other_team, _ = memory_rows.upsert(
+        backend.store, OTHER_TEAM_ALICE, new("secret", "alice team2 secret", team="team-2")
     )
     for ctx in (BOB, OTHER_TEAM_ALICE):
-        assert backend.store.get(ctx, mine.id) is None
-        assert backend.store.get(ctx, pu.id) is None
-        assert not backend.store.delete(ctx, mine.id)
-        assert backend.store.archive(ctx, mine.id) is None
-        assert backend.store.update(ctx, mine.id, MemoryChange(value="hijacked")) is None
+        assert memory_rows.get(backend.store, ctx, mine.id) is None
+        assert memory_rows.get(backend.store, ctx, pu.id) is None
+        assert not memory_rows.delete(backend.store, ctx, mine.id)
+        assert memory_rows.archive(backend.store, ctx, mine.id) is None
+        assert (
+            memory_rows.update(backend.store, ctx, mine.id, MemoryChange(value="hijacked")) is None
+        )
     assert recall(backend, BOB, "secret") == []
-    assert backend.store.list_memories(BOB, MemoryFilter(team_id=T)).memories == []
+    assert memory_rows.list_memories(backend.store, BOB, MemoryFilter(team_id=T)).memories == []
     assert recall(backend, ALICE, "secret") == ["alice secret"]
     assert recall(backend, OTHER_TEAM_ALICE, "secret") == ["alice team2 secret"]
-    assert backend.store.get(ALICE, other_team.id) is None
+    assert memory_rows.get(backend.store, ALICE, other_team.id) is None
     # team admins see their team, never another
-    assert backend.store.get(ADMIN, pu.id) is not None
-    assert backend.store.get(ADMIN, other_team.id) is None
-    assert backend.store.get(ALICE, mine.id) is not None
+    assert memory_rows.get(backend.store, ADMIN, pu.id) is not None
+    assert memory_rows.get(backend.store, ADMIN, other_team.id) is None
+    assert memory_rows.get(backend.store, ALICE, mine.id) is not None
 
 
 def test_writes_outside_the_callers_rows_are_refused(backend: Backend) -> None:
     with pytest.raises(Exception):  # noqa: B017,PT011 - each adapter's refusal
-        backend.store.upsert(BOB, new("x", "bob writes alice", owner="alice"))
+        memory_rows.upsert(backend.store, BOB, new("x", "bob writes alice", owner="alice"))
     with pytest.raises(Exception):  # noqa: B017,PT011
-        backend.store.upsert(ALICE, new("x", "persona by user", scope=Scope.PERSONA, owner="chef"))
-    assert backend.store.count_by_owner(ADMIN, Scope.USER, "alice") == 0
-    assert backend.store.count_by_owner(ADMIN, Scope.PERSONA, "chef") == 0
+        memory_rows.upsert(
+            backend.store, ALICE, new("x", "persona by user", scope=Scope.PERSONA, owner="chef")
+        )
+    assert memory_rows.count_by_owner(backend.store, ADMIN, Scope.USER, "alice") == 0
+    assert memory_rows.count_by_owner(backend.store, ADMIN, Scope.PERSONA, "chef") == 0
 
 
 # --- erase / retention / personas ------------------------------------------------------------
 def test_erase_user_removes_user_and_persona_user_rows_only(backend: Backend) -> None:
     seed_three_scopes(backend)
-    backend.store.upsert(BOB, new("b", "bob's", owner="bob"))
-    counts = backend.store.erase_user(ALICE, "alice")
+    memory_rows.upsert(backend.store, BOB, new("b", "bob's", owner="bob"))
+    counts = memory_rows.erase_user(backend.store, ALICE, "alice")
     assert counts == {
         "user": 2,
         "persona_user": 1,
@@ -433,39 +472,46 @@ def test_erase_user_removes_user_and_persona_user_rows_only(backend: Backend) ->
 
 
 def test_retention_archives_then_deletes(backend: Backend) -> None:
-    old, _ = backend.store.upsert(ALICE, new("old", "old fact"))
-    gone, _ = backend.store.upsert(ALICE, new("gone", "archived long ago", status=Status.ARCHIVED))
+    old, _ = memory_rows.upsert(backend.store, ALICE, new("old", "old fact"))
+    gone, _ = memory_rows.upsert(
+        backend.store, ALICE, new("gone", "archived long ago", status=Status.ARCHIVED)
+    )
     backend.clock.advance(days=100)
-    fresh, _ = backend.store.upsert(ALICE, new("fresh", "fresh fact"))
+    fresh, _ = memory_rows.upsert(backend.store, ALICE, new("fresh", "fresh fact"))
     now = fresh.updated_at
-    result = backend.store.apply_retention(
+    result = memory_rows.apply_retention(
+        backend.store,
         ADMIN,
         archive_before=now - timedelta(days=90),
         delete_archived_before=now - timedelta(days=30),
     )
     assert result == {"archived": 1, "deleted": 1}
-    o = backend.store.get(ALICE, old.id)
+    o = memory_rows.get(backend.store, ALICE, old.id)
     assert o is not None
     assert o.status is Status.ARCHIVED
-    assert backend.store.get(ALICE, gone.id) is None
-    f = backend.store.get(ALICE, fresh.id)
+    assert memory_rows.get(backend.store, ALICE, gone.id) is None
+    f = memory_rows.get(backend.store, ALICE, fresh.id)
     assert f is not None
     assert f.status is Status.ACTIVE
 
 
 def test_personas_and_team_settings_round_trip(backend: Backend) -> None:
-    assert backend.store.get_persona(ALICE, "chef") is None
-    backend.store.put_persona(
-        ADMIN, Persona(persona_id="chef", team_id=T, allowed_groups=["cooks"], memory_enabled=False)
+    assert memory_rows.get_persona(backend.store, ALICE, "chef") is None
+    memory_rows.put_persona(
+        backend.store,
+        ADMIN,
+        Persona(persona_id="chef", team_id=T, allowed_groups=["cooks"], memory_enabled=False),
     )
-    got = backend.store.get_persona(ALICE, "chef")
+    got = memory_rows.get_persona(backend.store, ALICE, "chef")
     assert got is not None
     assert got.allowed_groups == ["cooks"]
     assert not got.memory_enabled
-    assert backend.store.get_persona(OTHER_TEAM_ALICE, "chef") is None
-    assert backend.store.get_team_settings(ALICE) is None
-    backend.store.put_team_settings(ADMIN, TeamSettings(team_id=T, memory_enabled=False))
-    ts = backend.store.get_team_settings(ALICE)
+    assert memory_rows.get_persona(backend.store, OTHER_TEAM_ALICE, "chef") is None
+    assert memory_rows.get_team_settings(backend.store, ALICE) is None
+    memory_rows.put_team_settings(
+        backend.store, ADMIN, TeamSettings(team_id=T, memory_enabled=False)
+    )
+    ts = memory_rows.get_team_settings(backend.store, ALICE)
     assert ts is not None
     assert not ts.memory_enabled
-    assert backend.store.get_team_settings(OTHER_TEAM_ALICE) is None
+    assert memory_rows.get_team_settings(backend.store, OTHER_TEAM_ALICE) is None

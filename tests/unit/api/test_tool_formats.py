@@ -32,7 +32,7 @@ def _container(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     clock = FakeClock()
     store = InMemoryMemoryStore(clock)
-    memories = MemoryService(store, store, settings=UNREACHABLE, clock=clock)
+    memories = MemoryService(store, settings=UNREACHABLE, clock=clock)
     old = set_container(Container(UNREACHABLE, clock=clock, memories=memories))
     yield
     set_container(old)

@@ -43,7 +43,7 @@ class Queue:
 def services() -> tuple[BehaviourService, MemoryService]:
     clock = FakeClock()
     store = InMemoryMemoryStore(clock)
-    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    memories = MemoryService(store, settings=Settings(), clock=clock)
     behaviour = BehaviourService(InMemoryBehaviourStore(clock=clock), clock=clock)
     return behaviour, memories
 
@@ -229,42 +229,22 @@ def test_a_refused_rate_limit_queues_nothing() -> None:
     assert queue.bodies == []
 
 
-class CountingStore(InMemoryMemoryStore):
-    """Counts the store reads a session's recall makes."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        super().__init__(clock)
-        self.reads: dict[str, int] = {"persona": 0, "team": 0, "recall": 0}
-
-    def get_persona(self, ctx: Any, persona_id: str) -> Any:
-        self.reads["persona"] += 1
-        return super().get_persona(ctx, persona_id)
-
-    def get_team_settings(self, ctx: Any) -> Any:
-        self.reads["team"] += 1
-        return super().get_team_settings(ctx)
-
-    def recall(self, ctx: Any, request: Any) -> Any:
-        self.reads["recall"] += 1
-        return super().recall(ctx, request)
-
-
-def test_a_session_checks_persona_and_team_once() -> None:
-    """With a query and a persona: one persona read, one team read, two recalls (the hint's
-    and the query's) — the access check is not repeated per recall."""
+def test_a_session_recalls_in_one_unit_of_work() -> None:
+    """With a query and a persona: the access check (persona and team switches) and both
+    recalls (the hint's and the query's) run in one unit of work."""
     clock = FakeClock()
-    store = CountingStore(clock)
-    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    store = InMemoryMemoryStore(clock)
+    memories = MemoryService(store, settings=Settings(), clock=clock)
     admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
     memories.personas.put_persona(admin, PersonaRequest().command("helper"))
     memories.save(ALICE, SaveMemory(key="editor", value="helix", persona_id="helper"))
-    store.reads = dict.fromkeys(store.reads, 0)
+    before = store.transactions
     behaviour = BehaviourService(InMemoryBehaviourStore(clock=clock), clock=clock)
     context = SessionService(behaviour, memories).start(ALICE, persona_id="helper", query="editor")
     assert context.degraded == []
     assert [m.key for m in context.memories] == ["editor"]
     assert "helix" in context.memories_section
-    assert store.reads == {"persona": 1, "team": 1, "recall": 2}
+    assert store.transactions == before + 1
 
 
 def test_recall_each_refuses_two_personas() -> None:
@@ -279,7 +259,7 @@ def test_recall_each_refuses_two_personas() -> None:
 def test_a_transcript_naming_a_persona_is_checked_before_it_is_charged_or_queued() -> None:
     clock = FakeClock()
     store = InMemoryMemoryStore(clock)
-    memories = MemoryService(store, store, settings=Settings(), clock=clock)
+    memories = MemoryService(store, settings=Settings(), clock=clock)
     admin = Caller(user_id="root", team_id="acme", is_team_admin=True)
     memories.personas.put_persona(admin, PersonaRequest(allowed_groups=["staff"]).command("closed"))
     charged: list[int] = []

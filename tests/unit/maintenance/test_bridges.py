@@ -3,6 +3,7 @@ removal of emptied identities."""
 
 from __future__ import annotations
 
+from tests.support import memory_rows
 from tests.unit.maintenance.fakes import DAY, FakeErasureLog, FakePolicies, FakeState
 
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
@@ -39,9 +40,7 @@ class World:
         self.clock = FakeClock(T0)
         self.behaviour = InMemoryBehaviourStore(clock=self.clock)
         self.memstore = InMemoryMemoryStore(clock=self.clock)
-        self.memories = MemoryService(
-            self.memstore, self.memstore, settings=Settings(), clock=self.clock
-        )
+        self.memories = MemoryService(self.memstore, settings=Settings(), clock=self.clock)
         self.erasures = FakeErasureLog()
         self.policies = FakePolicies([])
 
@@ -128,20 +127,22 @@ def test_persona_policy_archives_and_deletes_only_that_personas_memories() -> No
 
     w.clock.advance(days=6)
     first = w.job().run(remaining_ms=60_000)
-    statuses = {m.id: getattr(w.memstore.get(ctx, m.id), "status", None) for m in (in_p, in_q)}
+    statuses = {
+        m.id: getattr(memory_rows.get(w.memstore, ctx, m.id), "status", None) for m in (in_p, in_q)
+    }
     assert statuses == {in_p.id: Status.ARCHIVED, in_q.id: Status.ACTIVE}
-    shared_now = w.memstore.get(ctx, shared.id)
+    shared_now = memory_rows.get(w.memstore, ctx, shared.id)
     assert shared_now is not None
     assert shared_now.status is Status.ARCHIVED
-    mine_now = w.memstore.get(ctx, mine.id)
+    mine_now = memory_rows.get(w.memstore, ctx, mine.id)
     assert mine_now is not None
     assert mine_now.status is Status.ACTIVE
     assert first.tasks["retention"].counts["memoriesArchived"] == 2
 
     w.clock.advance(days=6)
     second = w.job().run(remaining_ms=60_000)
-    assert w.memstore.get(ctx, in_p.id) is None
-    assert w.memstore.get(ctx, shared.id) is None
+    assert memory_rows.get(w.memstore, ctx, in_p.id) is None
+    assert memory_rows.get(w.memstore, ctx, shared.id) is None
     assert second.tasks["retention"].counts["memoriesDeleted"] == 2
 
 

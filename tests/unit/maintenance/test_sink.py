@@ -38,7 +38,7 @@ def _proposal(key: str, value: str) -> Proposal:
 
 def _service(**settings: object) -> MemoryService:
     store = InMemoryMemoryStore(FakeClock())
-    return MemoryService(store, store, settings=Settings(**settings), clock=FakeClock())  # type: ignore[arg-type]
+    return MemoryService(store, settings=Settings(**settings), clock=FakeClock())  # type: ignore[arg-type]
 
 
 def _pending(service: MemoryService) -> list[Memory]:
@@ -90,7 +90,7 @@ def test_a_proposal_after_the_users_erasure_creates_nothing() -> None:
     clock = FakeClock(10_000)
     log = InMemoryErasureLog()
     store = InMemoryMemoryStore(clock, erasures=log)
-    service = MemoryService(store, store, settings=Settings(), clock=clock)
+    service = MemoryService(store, settings=Settings(), clock=clock)
     sink = MemoryProposalSink(service.jobs, erasures=log)
     job = _job()  # queued at 1
     assert not sink.is_erased("t1", "alice", job.queued_at)  # the drain's check passes

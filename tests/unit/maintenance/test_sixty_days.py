@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from tests.support import memory_rows
 from tests.unit.maintenance.fakes import DAY, FakePolicies, FakeState
 
 from engram.adapters.inmemory_behaviour import InMemoryBehaviourStore
@@ -69,7 +70,7 @@ def test_sixty_days_reinforce_decay_expire_prune_and_retention() -> None:
     decay = ExponentialDecay()
     behaviour = InMemoryBehaviourStore(clock=clock)
     memstore = InMemoryMemoryStore(clock=clock)
-    memories = MemoryService(memstore, memstore, settings=Settings(), clock=clock)
+    memories = MemoryService(memstore, settings=Settings(), clock=clock)
     state = FakeState()
     job = MaintenanceJob(
         clock=clock,
@@ -114,7 +115,7 @@ def test_sixty_days_reinforce_decay_expire_prune_and_retention() -> None:
         assert report.errors == 0
         assert not report.cut_off
         facts = {f.subject: f for f in behaviour.get(LEAVER.identity_id)}
-        row = memstore.get(system_context("t1"), leaver_memory)
+        row = memory_rows.get(memstore, system_context("t1"), leaver_memory)
         regular_obs = behaviour.since(REGULAR.identity_id, None)
         days.append(
             Day(

@@ -23,7 +23,7 @@ class BrokenEmbedder:
 
 def service(embedder: object = None) -> MemoryService:
     store = InMemoryMemoryStore(FakeClock())
-    return MemoryService(store, store, embedder=embedder, settings=Settings(), clock=FakeClock())  # type: ignore[arg-type]
+    return MemoryService(store, embedder=embedder, settings=Settings(), clock=FakeClock())  # type: ignore[arg-type]
 
 
 def test_embedder_outage_degrades_to_keyword_recall() -> None:

@@ -35,7 +35,7 @@ ALICE = Caller(user_id="alice", team_id="t1")
 @pytest.fixture
 def service() -> MemoryService:
     store = InMemoryMemoryStore(FakeClock())
-    return MemoryService(store, store, settings=Settings(), clock=FakeClock())
+    return MemoryService(store, settings=Settings(), clock=FakeClock())
 
 
 def test_persona_retention_kept_when_left_out_and_cleared_with_none(

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg import Cursor
 
 from engram.adapters.postgres.insights import delete_contribution
 from engram.adapters.postgres.outbox import append_user_erased
@@ -38,6 +41,30 @@ def _ms(value: datetime) -> int:
     return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
+def record_erasure(cur: Cursor[Any], team_id: str, user_id: str, at_ms: int) -> None:
+    """In the caller's transaction: the erasure's row (once), its ``user.erased`` event, and
+    the user's contribution to the team's insights removed."""
+    at = _ts(at_ms)
+    cur.execute(
+        "INSERT INTO erasures (team_id, user_id, erased_at) VALUES (%s, %s, %s) "
+        "ON CONFLICT DO NOTHING",
+        (team_id, user_id, at),
+    )
+    if cur.rowcount == 1:
+        append_user_erased(cur, team_id, user_id, at)
+    delete_contribution(cur, team_id, user_id)
+
+
+def erased_since(cur: Cursor[Any], team_id: str, user_id: str, since_ms: int) -> bool:
+    cur.execute(
+        "SELECT EXISTS (SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s "
+        "AND erased_at >= %s)",
+        (team_id, user_id, _ts(since_ms)),
+    )
+    row = cur.fetchone()
+    return bool(row and (row["exists"] if isinstance(row, dict) else row[0]))
+
+
 class PostgresErasureLog:
     """``ErasureLog`` over :class:`Database`. Errors: ``Unavailable`` when PostgreSQL is
     down or slow (from ``Database.tenant``)."""
@@ -50,26 +77,14 @@ class PostgresErasureLog:
         """Idempotent: recording the same erasure twice keeps one row (and one
         ``user.erased`` event, written with the row in its transaction). The user's
         contribution to the team's insights goes in the same transaction."""
-        at = _ts(at_ms)
         ctx = AccessContext(team_id=team_id, user_id=user_id)
         with self._db.tenant(ctx) as conn, conn.cursor() as cur:
-            cur.execute(
-                "INSERT INTO erasures (team_id, user_id, erased_at) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (team_id, user_id, at),
-            )
-            if cur.rowcount == 1:
-                append_user_erased(cur, team_id, user_id, at)
-            delete_contribution(cur, team_id, user_id)
+            record_erasure(cur, team_id, user_id, at_ms)
 
     def erased_since(self, team_id: str, user_id: str, since_ms: int) -> bool:
-        with self._db.tenant(AccessContext(team_id=team_id, user_id=user_id)) as conn:
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s "
-                "AND erased_at >= %s)",
-                (team_id, user_id, _ts(since_ms)),
-            ).fetchone()
-        return bool(row and row[0])
+        ctx = AccessContext(team_id=team_id, user_id=user_id)
+        with self._db.tenant(ctx) as conn, conn.cursor() as cur:
+            return erased_since(cur, team_id, user_id, since_ms)
 
     def pending_purges(
         self, *, after: tuple[int, str, str] | None, limit: int

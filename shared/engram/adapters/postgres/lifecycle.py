@@ -1,16 +1,14 @@
 # ruff: noqa: S608 - SQL is composed only from constants in this module; values are bound.
-"""The memory lifecycle on PostgreSQL: statements that ``PostgresMemoryStore`` runs inside
-its transactions (migration 0007).
+"""The memory lifecycle on PostgreSQL: statements a unit of work (``PostgresTx``) runs
+(migration 0007).
 
 * Quotas: the counters of ``memory_usage`` are kept exact by statement-level triggers on
   ``memories``. A write that may create a row first takes a transaction-scoped advisory lock
   per limited counter (team, then persona, then user: one order, so no deadlock), then reads
-  the counters, writes, and refuses (raising, so the transaction rolls back) when it created a
-  row past a limit. Every writer that adds rows takes those locks, so two saves at the limit
+  the counters. Every writer that adds rows takes those locks, so two saves at the limit
   cannot both pass; deletes only lower a counter and need none.
-* A person's decision locks its row (``SELECT … FOR UPDATE``), changes it with a statement
-  conditional on its status, and writes the audit row — and, for a deletion or an archive,
-  the suppression — in the same transaction.
+* The audit row and the suppression of a person's decision are written in the transaction of
+  the change.
 """
 
 from __future__ import annotations
@@ -23,12 +21,10 @@ from psycopg import Cursor
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
-from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
 from engram.errors import Conflict
-from engram.events.models import SERVICE_ACTOR
 from engram.memories.lifecycle import QuotaSubject, suppression_digest
-from engram.memories.models import ERASED_ACTOR, Memory, NewMemory, ReviewAction, Scope, Status
+from engram.memories.models import ERASED_ACTOR, Memory, ReviewAction, Scope
 from engram.memories.ports import MemoryChange
 
 #: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
@@ -37,44 +33,6 @@ QUOTA_LOCK_CLASS = 0x454E47
 #: the dedup index's arbiter: a key's one row (migration 0010). The previous release's upserts
 #: name the same columns, so the index covers every row (see docs/deployment.md)
 ON_KEY = "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
-
-
-def drop_rejected(
-    cur: Cursor[Any],
-    memory: Memory | NewMemory,
-    *,
-    key: str | None = None,
-    unless_value: str | None = None,
-    at: datetime,
-) -> None:
-    """Delete the rejected row holding ``memory``'s key (or ``key``), in the caller's
-    transaction, before a write gives the key a new row: a key has one row, and a rejected
-    value stays refused by the suppression its rejection recorded. ``unless_value``: keep a
-    rejected row of that value (a proposal equal to it is refused, not written). Each row
-    deleted publishes its ``memory.deleted`` (the service's doing) in the same transaction."""
-    cur.execute(
-        "DELETE FROM memories m WHERE m.team_id = %s AND m.scope = %s AND m.owner_id = %s"
-        " AND COALESCE(m.user_id, '') = %s AND m.key = %s AND m.status = 'rejected'"
-        f" AND m.value IS DISTINCT FROM %s RETURNING {COLUMNS}",
-        (
-            memory.team_id,
-            memory.scope.value,
-            memory.owner_id,
-            memory.user_id or "",
-            key if key is not None else memory.key,
-            unless_value,
-        ),
-    )
-    for row in cur.fetchall():
-        append_memory_event(
-            cur,
-            "memory.deleted",
-            memory_from_row(row),
-            actor_id=SERVICE_ACTOR,
-            cause="service",
-            at=at,
-            deleted=True,
-        )
 
 
 def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:
@@ -93,40 +51,19 @@ def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) ->
     return {f"{r['kind']}/{r['subject']}": int(r["used"]) for r in cur.fetchall()}
 
 
-def refuse_past_limits(subjects: list[QuotaSubject], used: dict[str, int]) -> None:
-    """Raise ``QuotaExceeded`` for the first counter that had no room for one more row."""
-    for subject in subjects:
-        if used.get(f"{subject.kind}/{subject.subject}", 0) >= subject.limit:
-            raise subject.exceeded()
-
-
-def lock_row(cur: Cursor[Any], memory_id: uuid.UUID, team_id: str) -> Memory | None:
-    cur.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s AND m.team_id = %s FOR UPDATE",
-        (memory_id, team_id),
-    )
-    row = cur.fetchone()
-    return memory_from_row(row) if row else None
-
-
 def change_row(
     cur: Cursor[Any],
     before: Memory,
     now: datetime,
     change: MemoryChange,
     *,
-    only_if: Status | None = None,
     by_person: bool = False,
 ) -> Memory | None:
-    """One ``UPDATE`` of a locked row (``only_if``: conditional on its status); ``Conflict``
-    when the new key is taken. A rejected row of the new key is deleted first. ``by_person``:
-    a key or value changed here is marked as a person's edit (extraction then leaves a pending
-    row alone)."""
-    if change.key is not None and change.key != before.key:
-        drop_rejected(cur, before, key=change.key, at=now)
+    """One ``UPDATE`` of a locked row; ``Conflict`` when the new key is taken. ``by_person``:
+    the key or value changed here is marked as a person's edit."""
     sets = ["updated_at = GREATEST(%s, m.updated_at)"]
     params: list[Any] = [now]
-    if by_person and (change.key is not None or change.value is not None):
+    if by_person:
         sets.append("edited_at = %s")
         params.append(now)
     for column, val in (
@@ -145,15 +82,11 @@ def change_row(
             change.embedding_model,
             None if change.embedding is None else len(change.embedding),
         ]
-    guard = ""
     params += [uuid.UUID(before.id), before.team_id]
-    if only_if is not None:
-        guard = " AND m.status = %s"
-        params.append(only_if.value)
     try:
         cur.execute(
             f"UPDATE memories AS m SET {', '.join(sets)} WHERE m.id = %s"
-            f" AND m.team_id = %s{guard} RETURNING {COLUMNS}",
+            f" AND m.team_id = %s RETURNING {COLUMNS}",
             params,
         )
     except pg_errors.UniqueViolation as exc:
@@ -194,39 +127,6 @@ def insert_suppression(cur: Cursor[Any], memory: Memory, at: datetime) -> None:
             at,
         ),
     )
-
-
-#: A proposal in one statement. Nothing is written when the user was erased since the job was
-#: queued (optional guard), when a rejected row or a suppression holds the same key and value,
-#: or when the key's live row is active; a pending row is refreshed and an archived one
-#: (retention) becomes the new proposal.
-PROPOSE_SQL = (
-    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-    " source_channel_id, source_user_id, confidence, status, embedding, embedding_model,"
-    " embedding_dims, created_at, updated_at)"
-    " SELECT %(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
-    " %(source)s, %(confidence)s, 'pending_review', %(embedding)s::vector,"
-    " %(embedding_model)s, %(embedding_dims)s::integer,"
-    " %(now)s::timestamptz, %(now)s::timestamptz"
-    " WHERE (%(since)s::timestamptz IS NULL OR NOT EXISTS (SELECT 1 FROM erasures e"
-    " WHERE e.team_id = %(team)s AND e.user_id = %(source)s AND e.erased_at >= %(since)s))"
-    " AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.team_id = %(team)s"
-    " AND r.scope = %(scope)s AND r.owner_id = %(owner)s"
-    " AND COALESCE(r.user_id, '') = COALESCE(%(user)s, '') AND r.key = %(key)s"
-    " AND r.status = 'rejected' AND r.value = %(value)s)"
-    " AND NOT EXISTS (SELECT 1 FROM memory_suppressions s WHERE s.team_id = %(team)s"
-    " AND s.scope = %(scope)s AND s.owner_id = %(owner)s"
-    " AND s.user_key = COALESCE(%(user)s, '') AND s.digest = %(digest)s)"
-    f" {ON_KEY} DO UPDATE"
-    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence, status = EXCLUDED.status,"
-    " source_channel_id = EXCLUDED.source_channel_id, source_user_id = EXCLUDED.source_user_id,"
-    " embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model,"
-    " embedding_dims = EXCLUDED.embedding_dims,"
-    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at), edited_at = NULL"
-    # a pending row a person edited keeps their edit; an archived row is learnt again
-    " WHERE m.status = 'archived' OR (m.status = 'pending_review' AND m.edited_at IS NULL)"
-    f" RETURNING {COLUMNS}, (xmax = 0) AS created"
-)
 
 
 def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:

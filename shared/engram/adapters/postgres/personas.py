@@ -1,19 +1,17 @@
-"""``PostgresPersonaStore``: the ``PersonaStore`` half of the PostgreSQL adapter (tables
-``personas`` and ``team_settings``, row-level security as in migration 0001), and the
-connection and clock both halves share."""
+"""Personas and team settings on PostgreSQL (tables ``personas`` and ``team_settings``,
+row-level security as in migration 0001): the statements a unit of work
+(``engram.adapters.postgres.tx``) runs on its cursor."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from psycopg.rows import dict_row
+from psycopg import Cursor
 
 from engram.adapters.postgres.outbox import append_team_settings_changed
-from engram.adapters.postgres.pool import Database
-from engram.clock import Clock, SystemClock
 from engram.memories.models import ExtractionSettings, Persona, RetentionRules, TeamSettings
-from engram.memories.ports import AccessContext
+from engram.memories.ports import AccessContext, Switches
 
 
 def _persona(r: dict[str, Any]) -> Persona:
@@ -33,96 +31,88 @@ def _persona(r: dict[str, Any]) -> Persona:
     )
 
 
-class PostgresPersonaStore:
-    def __init__(self, db: Database, clock: Clock | None = None) -> None:
-        self._db = db
-        self._clock = clock or SystemClock()
+#: the team's settings and one persona's in one statement (either may be missing)
+_SWITCHES_SQL = (
+    "SELECT t.memory_enabled AS team_enabled, t.updated_at AS team_updated_at,"
+    " t.archive_after_days AS team_archive, t.delete_archived_after_days AS team_delete,"
+    " p.* FROM (SELECT 1) one"
+    " LEFT JOIN team_settings t ON t.team_id = %(team)s"
+    " LEFT JOIN personas p ON p.team_id = %(team)s AND p.persona_id = %(persona)s"
+)
 
-    def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
 
-    # --- PersonaStore -----------------------------------------------------------------------
-    def get_persona(self, ctx: AccessContext, persona_id: str) -> Persona | None:
-        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(
-                "SELECT * FROM personas WHERE team_id = %s AND persona_id = %s",
-                (ctx.team_id, persona_id),
-            )
-            r = cur.fetchone()
-        return None if r is None else _persona(r)
-
-    def list_personas(self, ctx: AccessContext) -> list[Persona]:
-        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(
-                'SELECT * FROM personas WHERE team_id = %s ORDER BY persona_id COLLATE "C"',
-                (ctx.team_id,),
-            )
-            return [_persona(r) for r in cur.fetchall()]
-
-    def put_persona(self, ctx: AccessContext, persona: Persona) -> Persona:
-        now = self._now()
-        with self._db.tenant(ctx) as conn:
-            conn.execute(
-                "INSERT INTO personas (team_id, persona_id, allowed_groups, memory_enabled,"
-                " extraction_enabled, extraction_prompt, archive_after_days,"
-                " delete_archived_after_days, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (team_id, persona_id) DO UPDATE"
-                " SET allowed_groups = EXCLUDED.allowed_groups,"
-                " memory_enabled = EXCLUDED.memory_enabled,"
-                " extraction_enabled = EXCLUDED.extraction_enabled,"
-                " extraction_prompt = EXCLUDED.extraction_prompt,"
-                " archive_after_days = EXCLUDED.archive_after_days,"
-                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
-                " updated_at = EXCLUDED.updated_at",
-                (
-                    persona.team_id,
-                    persona.persona_id,
-                    list(persona.allowed_groups),
-                    persona.memory_enabled,
-                    persona.extraction.enabled,
-                    persona.extraction.prompt,
-                    persona.retention.archive_after_days,
-                    persona.retention.delete_archived_after_days,
-                    now,
-                ),
-            )
-        return persona.model_copy(update={"updated_at": now})
-
-    def get_team_settings(self, ctx: AccessContext) -> TeamSettings | None:
-        with self._db.tenant(ctx) as conn:
-            r = conn.execute(
-                "SELECT memory_enabled, updated_at, archive_after_days, delete_archived_after_days"
-                " FROM team_settings WHERE team_id = %s",
-                (ctx.team_id,),
-            ).fetchone()
-        if r is None:
-            return None
-        return TeamSettings(
-            team_id=ctx.team_id,
-            memory_enabled=r[0],
-            updated_at=r[1],
-            retention=RetentionRules(archive_after_days=r[2], delete_archived_after_days=r[3]),
+def read_switches(cur: Cursor[Any], team_id: str, persona_id: str | None) -> Switches:
+    cur.execute(_SWITCHES_SQL, {"team": team_id, "persona": persona_id})
+    r = cur.fetchone()
+    assert r is not None
+    team = None
+    if r["team_enabled"] is not None:
+        team = TeamSettings(
+            team_id=team_id,
+            memory_enabled=r["team_enabled"],
+            updated_at=r["team_updated_at"],
+            retention=RetentionRules(
+                archive_after_days=r["team_archive"],
+                delete_archived_after_days=r["team_delete"],
+            ),
         )
+    return Switches(team=team, persona=None if r["persona_id"] is None else _persona(r))
 
-    def put_team_settings(self, ctx: AccessContext, settings: TeamSettings) -> TeamSettings:
-        now = self._now()
-        with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(
-                "INSERT INTO team_settings (team_id, memory_enabled, archive_after_days,"
-                " delete_archived_after_days, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
-                " SET memory_enabled = EXCLUDED.memory_enabled,"
-                " archive_after_days = EXCLUDED.archive_after_days,"
-                " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
-                " updated_at = EXCLUDED.updated_at",
-                (
-                    settings.team_id,
-                    settings.memory_enabled,
-                    settings.retention.archive_after_days,
-                    settings.retention.delete_archived_after_days,
-                    now,
-                ),
-            )
-            append_team_settings_changed(cur, ctx, settings, now)
-        return settings.model_copy(update={"updated_at": now})
+
+def list_personas(cur: Cursor[Any], team_id: str) -> list[Persona]:
+    cur.execute(
+        'SELECT * FROM personas WHERE team_id = %s ORDER BY persona_id COLLATE "C"', (team_id,)
+    )
+    return [_persona(r) for r in cur.fetchall()]
+
+
+def put_persona(cur: Cursor[Any], persona: Persona, now: datetime) -> Persona:
+    cur.execute(
+        "INSERT INTO personas (team_id, persona_id, allowed_groups, memory_enabled,"
+        " extraction_enabled, extraction_prompt, archive_after_days,"
+        " delete_archived_after_days, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (team_id, persona_id) DO UPDATE"
+        " SET allowed_groups = EXCLUDED.allowed_groups,"
+        " memory_enabled = EXCLUDED.memory_enabled,"
+        " extraction_enabled = EXCLUDED.extraction_enabled,"
+        " extraction_prompt = EXCLUDED.extraction_prompt,"
+        " archive_after_days = EXCLUDED.archive_after_days,"
+        " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
+        " updated_at = EXCLUDED.updated_at",
+        (
+            persona.team_id,
+            persona.persona_id,
+            list(persona.allowed_groups),
+            persona.memory_enabled,
+            persona.extraction.enabled,
+            persona.extraction.prompt,
+            persona.retention.archive_after_days,
+            persona.retention.delete_archived_after_days,
+            now,
+        ),
+    )
+    return persona.model_copy(update={"updated_at": now})
+
+
+def put_team_settings(
+    cur: Cursor[Any], ctx: AccessContext, settings: TeamSettings, now: datetime
+) -> TeamSettings:
+    cur.execute(
+        "INSERT INTO team_settings (team_id, memory_enabled, archive_after_days,"
+        " delete_archived_after_days, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (team_id) DO UPDATE"
+        " SET memory_enabled = EXCLUDED.memory_enabled,"
+        " archive_after_days = EXCLUDED.archive_after_days,"
+        " delete_archived_after_days = EXCLUDED.delete_archived_after_days,"
+        " updated_at = EXCLUDED.updated_at",
+        (
+            settings.team_id,
+            settings.memory_enabled,
+            settings.retention.archive_after_days,
+            settings.retention.delete_archived_after_days,
+            now,
+        ),
+    )
+    append_team_settings_changed(cur, ctx, settings, now)
+    return settings.model_copy(update={"updated_at": now})

@@ -1,11 +1,11 @@
 # ruff: noqa: S608 - SQL is composed only from constants in this module; values are bound.
-"""A save (``PostgresMemoryStore.upsert``) in one statement: the key's row and its event.
+"""A save's write (``PostgresTx.save``) in one statement: the key's row and its event.
 
-A key has one row (the dedup index, migration 0010): a save writes a new key's row or updates
-the key's row, and appends ``memory.saved`` or ``memory.updated`` in the same statement
-(``outbox.SAVED_EVENT_CTES``). A rejected proposal holding the key gives way to the save: the
-common case is one statement that writes nothing over a rejected row; only then does the
-store delete it and save again.
+A key has one row (the dedup index, migration 0010): the statement writes a new key's row or
+updates the key's row, and appends ``memory.saved`` or ``memory.updated`` in the same
+statement (``outbox.SAVED_EVENT_CTES``). It writes nothing over a rejected row, which the
+save's rules then delete (``engram.memories.writes.save``) before it runs again: the common
+case is one statement, without first looking for a rejected row that is almost never there.
 """
 
 from __future__ import annotations
@@ -37,14 +37,12 @@ _UPSERT = (
 _RETURNING = f" RETURNING {COLUMNS}, (xmax = 0) AS created"
 
 
-def _saving(guard: str = "") -> str:
+def _saving(guard: str) -> str:
     """The save and its event in one statement: the saved row, with ``created``."""
     return f"WITH saved AS ({_UPSERT}{guard}{_RETURNING}), {SAVED_EVENT_CTES} SELECT * FROM saved"
 
 
-SAVE_SQL = _saving()
-#: the same, writing nothing when the key's row is a rejected proposal: a save's common case
-#: in one statement, without first deleting a rejected row that is almost never there
+#: the save and its event, writing nothing when the key's row is a rejected proposal
 SAVE_UNLESS_REJECTED_SQL = _saving(" WHERE m.status <> 'rejected'")
 
 

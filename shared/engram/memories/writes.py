@@ -1,0 +1,174 @@
+"""The writes of explicit memories inside one unit of work: each reads or locks the rows it
+decides on, applies ``engram.memories.rules`` to them, and writes the row, its audit row,
+its suppression and its outbox event through the same transaction (``MemoryTx``), which the
+caller's ``with uow(ctx) as tx`` commits or rolls back as a whole."""
+
+from __future__ import annotations
+
+from engram.errors import Conflict
+from engram.events.models import SERVICE_ACTOR, MemoryEventType
+from engram.memories import rules
+from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, check_version
+from engram.memories.models import LIVE_STATUSES, Memory, NewMemory, Status
+from engram.memories.ports import MemoryChange, MemoryTx
+
+#: how often a proposal decides again after a concurrent writer gave its key a row first
+_PROPOSAL_ATTEMPTS = 3
+
+
+def _drop(tx: MemoryTx, row: Memory) -> None:
+    """Delete a rejected row that gives way to a write of its key (the service's doing)."""
+    gone = tx.remove(row.id)
+    if gone is not None:
+        tx.publish("memory.deleted", gone, actor_id=SERVICE_ACTOR, cause="service", deleted=True)
+
+
+def save(tx: MemoryTx, memory: NewMemory, quotas: Quotas | None = None) -> tuple[Memory, bool]:
+    """Create, or update the key's row (a rejected row of the key gives way to a new row).
+    ``QuotaExceeded`` when a new live row has no room: the caller's transaction rolls back."""
+    subjects = quotas.subjects(memory) if quotas and memory.status in LIVE_STATUSES else []
+    used = tx.usage(subjects)
+    saved = tx.save(memory)
+    if saved is None:  # the key's row is a rejected proposal: it gives way to the save
+        rejected = rules.gives_way(
+            tx.lock_key(memory.scope, memory.owner_id, memory.user_id, memory.key)
+        )
+        if rejected is not None:
+            _drop(tx, rejected)
+        saved = tx.save(memory)
+        if saved is None:
+            raise Conflict("the memory's key changed while it was saved; try again")
+    row, created = saved
+    if created and (refusal := rules.quota_refusal(subjects, used)) is not None:
+        raise refusal
+    return row, created
+
+
+def propose(
+    tx: MemoryTx,
+    memory: NewMemory,
+    quotas: Quotas | None = None,
+    *,
+    not_erased_since_ms: int | None = None,
+) -> tuple[Memory, bool] | None:
+    """A ``pending_review`` proposal learnt from ``memory.source_user_id``: a new row, or the
+    key's pending or archived row refreshed (created False). ``None``, nothing written, when
+    the user was erased at or after ``not_erased_since_ms``, when ``rules.proposal_refused``
+    says so, or when a new row has no room under a quota."""
+    user = memory.source_user_id
+    if not_erased_since_ms is not None and user and tx.erased_since(user, not_erased_since_ms):
+        return None
+    suppressed = tx.suppressed(memory)
+    # the quota counters first, then the key's row: the order a save locks them in
+    subjects = quotas.subjects(memory) if quotas else []
+    used = tx.usage(subjects)
+    for _ in range(_PROPOSAL_ATTEMPTS):
+        current = tx.lock_key(memory.scope, memory.owner_id, memory.user_id, memory.key)
+        if rules.proposal_refused(memory, current, suppressed=suppressed) is not None:
+            return None
+        live = None if current is None or current.memory.status is Status.REJECTED else current
+        if live is not None:
+            row, created = tx.overwrite(live.memory, memory), False
+        else:
+            if rules.quota_refusal(subjects, used) is not None:
+                return None
+            rejected = rules.gives_way(current, keep_value=memory.value)
+            if rejected is not None:
+                _drop(tx, rejected)
+            inserted = tx.insert(memory)
+            if inserted is None:
+                continue  # a concurrent write gave the key a row: decide again on that row
+            row, created = inserted, True
+        tx.publish("memory.proposed", row, actor_id=SERVICE_ACTOR, cause="extraction")
+        return row, created
+    return None
+
+
+def _move_key(tx: MemoryTx, row: Memory, change: MemoryChange) -> None:
+    """Before ``row`` takes a new key: that key's rejected row gives way, a live one is a
+    ``Conflict``."""
+    if change.key is None or change.key == row.key:
+        return
+    other = tx.lock_key(row.scope, row.owner_id, row.user_id, change.key)
+    if rules.key_taken(row, other):
+        raise Conflict("a memory with this key already exists in this scope")
+    rejected = rules.gives_way(other)
+    if rejected is not None:
+        _drop(tx, rejected)
+
+
+def edit(
+    tx: MemoryTx,
+    row: Memory,
+    change: MemoryChange,
+    *,
+    decided: AuditStamp | None = None,
+    if_versions: frozenset[int] | None = None,
+) -> Memory | None:
+    """Apply ``change`` to the locked ``row``. ``decided``: a person's change, audited (and an
+    archive suppressed) in the same transaction; without it the service's own. ``None`` when
+    the row may not be written."""
+    check_version(row, if_versions)
+    rules.check_editable(row)
+    by_person = decided is not None
+    _move_key(tx, row, change)
+    after = tx.change(row, change, edited=rules.marks_edit(change, by_person=by_person))
+    if after is None:
+        return None
+    actor = tx.ctx.user_id if by_person else SERVICE_ACTOR
+    tx.publish("memory.updated", after, actor_id=actor, cause="api" if by_person else "service")
+    if decided is not None:
+        tx.audit(audit_row(decided, after.id, row, after))
+    if rules.suppresses(row, after, by_person=by_person):
+        tx.suppress(after)
+    return after
+
+
+def review(tx: MemoryTx, row: Memory, decision: MemoryChange, *, decided: AuditStamp) -> Memory:
+    """Decide the locked proposal ``row``: ``decision.status`` is active or rejected, its key
+    and value an optional edit. ``Conflict`` when it is no longer pending or its new key is
+    taken."""
+    rules.check_pending(row)
+    _move_key(tx, row, decision)
+    after = tx.change(row, decision)
+    if after is None:
+        raise Conflict("this memory was already reviewed")
+    event: MemoryEventType = (
+        "memory.approved" if decision.status is Status.ACTIVE else "memory.rejected"
+    )
+    tx.publish(event, after, actor_id=tx.ctx.user_id, cause="review")
+    tx.audit(audit_row(decided, after.id, row, after))
+    if rules.suppresses(row, after, by_person=True):
+        tx.suppress(after)  # the value stays refused once a new value of the key replaces it
+    return after
+
+
+def delete(
+    tx: MemoryTx,
+    row: Memory,
+    *,
+    decided: AuditStamp | None = None,
+    if_versions: frozenset[int] | None = None,
+) -> bool:
+    """Hard-delete the locked ``row``; ``decided``: a person's deletion, audited and
+    suppressed in the same transaction (retention and erasure pass none)."""
+    check_version(row, if_versions)
+    gone = tx.remove(row.id)
+    if gone is None:
+        return False
+    by_person = decided is not None
+    tx.publish(
+        "memory.deleted",
+        gone,
+        actor_id=tx.ctx.user_id if by_person else SERVICE_ACTOR,
+        cause="api" if by_person else "service",
+        deleted=True,
+    )
+    if decided is not None:
+        tx.audit(audit_row(decided, gone.id, gone, None))
+    if rules.suppresses(gone, None, by_person=by_person):
+        tx.suppress(gone)
+    return True
+
+
+__all__ = ["delete", "edit", "propose", "review", "save"]
