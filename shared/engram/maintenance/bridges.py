@@ -3,7 +3,7 @@
 * :class:`BehaviourStoreMaintenance` — over a behavioural store (``InMemoryBehaviourStore``,
   ``RedisBehaviourStore``) plus the decay strategy: the job's per-identity operations.
 * :class:`MemoryStoreMaintenance` — over the memory service (team retention) and its
-  ``MemoryStore`` (persona retention, erasure backstop).
+  memory store, a unit of work (persona retention, erasure backstop).
 
 Pure domain: they only call the stores' public methods.
 """

@@ -1,6 +1,6 @@
 """Signed page cursors: a cursor the service did not issue is refused, not interpreted.
 
-A store pages with its own opaque keyset cursor (``MemoryStore.list_memories``). What a client
+A store pages with its own opaque keyset cursor (``MemoryTx.list_memories``). What a client
 sees is that cursor plus an HMAC-SHA256 tag over the cursor and the listing it belongs to
 (purpose, team, filter), ``<store cursor>.<tag>``, both base64url without padding. A cursor
 with any byte changed, or one taken from another team's or another filter's listing, fails

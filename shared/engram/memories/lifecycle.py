@@ -1,16 +1,16 @@
-"""Rules of the explicit-memory lifecycle shared by the service and both stores: who a memory
-is about, the audit row of a decision, the suppression digest, quotas, and who may read a
-memory's history.
+"""The facts of the explicit-memory lifecycle that the rules (``engram.memories.rules``), the
+writes and both stores share: who a memory is about, the audit row of a decision, the
+suppression digest, quotas, and who may read a memory's history.
 
 * A person's decision — an admin approving or rejecting a proposal, an owner or admin editing,
-  archiving or deleting a memory — is carried to the store as an :class:`AuditStamp`; the store
-  writes the audit row (with before/after copies) in the same transaction as the change.
+  archiving or deleting a memory — is an :class:`AuditStamp`; its audit row (with before/after
+  copies) is written in the unit of work of the change.
 * A deletion or an archive by a person is also remembered as a *suppression*: a SHA-256 digest
   of the key and value (never their text) under the memory's team, scope, owner and user, so
   an equal proposal is not made again. Retention and erasure record none.
 * Quotas count a key's live rows (``LIVE_STATUSES``): per user (their ``user`` and
   ``persona_user`` rows, whatever the persona id), per persona (its ``persona`` and
-  ``persona_user`` rows) and per team; the store checks them inside the write.
+  ``persona_user`` rows) and per team, on counters the write's unit of work has locked.
 """
 
 from __future__ import annotations

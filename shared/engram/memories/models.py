@@ -94,7 +94,7 @@ class Memory(CamelModel):
 
 
 class NewMemory(CamelModel):
-    """What a writer hands to ``MemoryStore.upsert`` (id and timestamps come from the store)."""
+    """What a writer hands to ``engram.memories.writes`` (id and timestamps come from the store)."""
 
     scope: Scope
     owner_id: str = Field(min_length=1, max_length=ID_MAX)
@@ -112,7 +112,7 @@ class NewMemory(CamelModel):
 
 
 class MemoryFilter(CamelModel):
-    """Filters of ``MemoryStore.list``; every field narrows, ``None`` means any."""
+    """Filters of ``MemoryTx.list_memories``; every field narrows, ``None`` means any."""
 
     team_id: str
     scope: Scope | None = None
@@ -213,7 +213,7 @@ class ReviewAction(CamelModel):
     about_user_id: str | None = Field(default=None, exclude=True)
 
 
-#: ``ReviewAction.actor_id`` of audit rows whose actor was erased (``MemoryStore.erase_user``)
+#: ``ReviewAction.actor_id`` of audit rows whose actor was erased (``MemoryTx.erase_user``)
 ERASED_ACTOR = "erased"
 
 
