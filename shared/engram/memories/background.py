@@ -117,22 +117,22 @@ class BackgroundJobs:
             channel = _checked(_ID, channel, "sourceChannelId")
         system = Caller(user_id=user, team_id=team, is_team_admin=True, is_service=True)
         target = save_target(system, persona, parse_scope(scope))
-        memory = NewMemory(
-            scope=target.scope,
-            owner_id=target.owner_id,
-            user_id=target.user_id,
-            team_id=team,
-            key=key_s,
-            value=value_s,
-            source_channel_id=channel,
-            source_user_id=user,
-            confidence=conf,
-            status=Status.PENDING_REVIEW,
-            **self._core.memory_embedding(key_s, value_s),
-        )
         with self._core.uow(system_context(team, user)) as tx:
             if not self._core.enabled(tx.switches(persona)):
                 return ProposalResult("dropped", None)
+            memory = NewMemory(
+                scope=target.scope,
+                owner_id=target.owner_id,
+                user_id=target.user_id,
+                team_id=team,
+                key=key_s,
+                value=value_s,
+                source_channel_id=channel,
+                source_user_id=user,
+                confidence=conf,
+                status=Status.PENDING_REVIEW,
+                **self._core.memory_embedding(key_s, value_s),
+            )
             written = writes.propose(
                 tx, memory, self._core.quotas, not_erased_since_ms=not_erased_since_ms
             )

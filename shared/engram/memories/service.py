@@ -92,20 +92,21 @@ class MemoryService:
         check, the quota, the write and its event in one unit of work."""
         core, persona = self.core, command.persona_id
         target = save_target(caller, persona, command.scope)
-        memory = NewMemory(
-            scope=target.scope,
-            owner_id=target.owner_id,
-            user_id=target.user_id,
-            team_id=caller.team_id,
-            key=command.key,
-            value=command.value,
-            source_channel_id=command.source_channel_id,
-            confidence=command.confidence,
-            status=Status.ACTIVE,
-            **core.memory_embedding(command.key, command.value),
-        )
         with core.uow(context_for(caller)) as tx:
             core.access(caller, tx, persona, persona=target.scope is not Scope.USER)
+            # embedded once the caller may save, before the write takes any lock
+            memory = NewMemory(
+                scope=target.scope,
+                owner_id=target.owner_id,
+                user_id=target.user_id,
+                team_id=caller.team_id,
+                key=command.key,
+                value=command.value,
+                source_channel_id=command.source_channel_id,
+                confidence=command.confidence,
+                status=Status.ACTIVE,
+                **core.memory_embedding(command.key, command.value),
+            )
             return writes.save(tx, memory, core.quotas)
 
     def recall(self, caller: Caller, command: Recall) -> list[Memory]:
@@ -121,23 +122,24 @@ class MemoryService:
         if len(personas) > 1:
             raise ValueError("recall_each: every command names the same persona")
         persona = next(iter(personas), None)
-        requests = [
-            RecallRequest(
-                team_id=caller.team_id,
-                user_id=caller.user_id,
-                persona_id=persona,
-                query=command.query,
-                limit=command.max_results,
-                **core.query_embedding(command.query),
-            )
-            for command in commands
-        ]
         with core.uow(context_for(caller)) as tx:
             try:
                 core.access(caller, tx, persona)
             except (Forbidden, MemoryDisabled):
                 return [[] for _ in commands]  # off globally, for the team, or in this persona
-            return [tx.recall(request) for request in requests]
+            return [
+                tx.recall(
+                    RecallRequest(
+                        team_id=caller.team_id,
+                        user_id=caller.user_id,
+                        persona_id=persona,
+                        query=command.query,
+                        limit=command.max_results,
+                        **core.query_embedding(command.query),
+                    )
+                )
+                for command in commands
+            ]
 
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""

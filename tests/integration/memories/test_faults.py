@@ -1,4 +1,4 @@
-"""PostgreSQL going away and coming back; concurrent saves of one key."""
+"""PostgreSQL going away and coming back; concurrent writes of one key."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import time
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
-from tests.integration.memories.conftest import Backend
+from tests.integration.memories.conftest import ADMIN, Backend
+from tests.support.concurrency import race
 from tests.support.services import EmbeddedPostgres
 
 from engram.adapters.postgres.migrate import apply_migrations
@@ -16,7 +17,7 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.errors import Unavailable
 from engram.identity import Caller
-from engram.memories.commands import Recall, SaveMemory
+from engram.memories.commands import ListMemories, Recall, SaveMemory
 from engram.memories.service import MemoryService
 from engram.settings import Settings
 
@@ -83,3 +84,23 @@ def test_concurrent_saves_of_one_key_make_one_row(backend: Backend) -> None:
     rows = svc.recall(ALICE, Recall(max_results=10))
     assert len(rows) == 1
     assert rows[0].value.startswith("writer ")
+
+
+def test_proposals_and_a_save_racing_over_a_rejected_row_leave_one_row(backend: Backend) -> None:
+    """Six proposals of new values and a save of one key, released together over the key's
+    rejected row: every call returns (no deadlock, no duplicate key), the rejected row gives
+    way once, and the key ends with one row, the save's, active."""
+    svc = backend.service()
+    first = svc.jobs.propose("t1", "alice", None, "colour", "teal", 0.8, "c1")
+    assert first is not None
+    svc.review.reject(ADMIN, first.id)
+    proposals = [
+        lambda i=i: svc.jobs.propose_outcome("t1", "alice", None, "colour", f"v{i}", 0.8, "c1")
+        for i in range(6)
+    ]
+    results = race(*proposals, lambda: svc.save(ALICE, SaveMemory(key="colour", value="crimson")))
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    outcomes = sorted(r.outcome for r in results[:6])
+    assert outcomes.count("created") <= 1
+    rows = [m for m in svc.list_memories(ALICE, ListMemories(limit=100)).memories]
+    assert [(m.key, m.value, m.status.value) for m in rows] == [("colour", "crimson", "active")]
