@@ -135,11 +135,15 @@ def test_each_use_case_is_one_transaction(world: World) -> None:
     saved = world.call("POST /v1/memories", body={"key": "editor", "value": "vim"}, expect=201)
     one, *twenty = world.proposals(21)
     assert len(twenty) == 20
-    world.call("POST /v1/events", body={"events": [{"kind": "query", "text": "royalty"}]}, expect=202)
+    world.call(
+        "POST /v1/events", body={"events": [{"kind": "query", "text": "royalty"}]}, expect=202
+    )
 
     counts = {
         "save": world.transactions(
-            lambda: world.call("POST /v1/memories", body={"key": "tea", "value": "green"}, expect=201)
+            lambda: world.call(
+                "POST /v1/memories", body={"key": "tea", "value": "green"}, expect=201
+            )
         ),
         "patch": world.transactions(
             lambda: world.call(

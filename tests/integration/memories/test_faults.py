@@ -102,5 +102,5 @@ def test_proposals_and_a_save_racing_over_a_rejected_row_leave_one_row(backend: 
     assert [r for r in results if isinstance(r, BaseException)] == []
     outcomes = sorted(r.outcome for r in results[:6])
     assert outcomes.count("created") <= 1
-    rows = [m for m in svc.list_memories(ALICE, ListMemories(limit=100)).memories]
+    rows = svc.list_memories(ALICE, ListMemories(limit=100)).memories
     assert [(m.key, m.value, m.status.value) for m in rows] == [("colour", "crimson", "active")]
