@@ -24,6 +24,8 @@ from tests.support.services import RedisTarget
 from engram.adapters.inmemory_memories import InMemoryMemoryStore
 
 ADMIN = ("engram-team-admins",)
+#: reads in a row (50 ms apart) that must agree before the statistics count as settled
+STEADY = 8
 
 
 @pytest.fixture
@@ -41,6 +43,13 @@ class ServerCounter:
         self.database = conninfo_to_dict(url)["dbname"]
         self._stats_url = make_conninfo(url, dbname="postgres")
         self._stack = stack
+        with psycopg.connect(url, autocommit=True) as conn:
+            # the database's own transactions only: no autovacuum worker among them
+            for (table,) in conn.execute(
+                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables"
+                " WHERE schemaname = 'public'"
+            ).fetchall():
+                conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
         self.per_connection = 0
         self.per_connection = self.count(self._connect_only)
 
@@ -49,18 +58,23 @@ class ServerCounter:
             pass
 
     def _read(self) -> tuple[int, int]:
-        """(commits + rollbacks, sessions) once no backend is connected and they are stable."""
+        """(commits + rollbacks, sessions), once no backend is connected to the database and
+        the numbers have stayed the same for ``STEADY`` reads in a row: a backend flushes its
+        statistics as it exits, which may land just after it leaves ``pg_stat_activity``."""
         self._stack.container.database.close()
         last: tuple[int, int] | None = None
+        steady = 0
         with psycopg.connect(self._stats_url, autocommit=True) as conn:
-            for _ in range(200):
+            for _ in range(400):
                 busy, xacts, sessions = conn.execute(
                     "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = %(db)s),"
                     " xact_commit + xact_rollback, sessions FROM pg_stat_database"
                     " WHERE datname = %(db)s",
                     {"db": self.database},
                 ).fetchone()  # type: ignore[misc]
-                if busy == 0 and (xacts, sessions) == last:
+                steady = steady + 1 if busy == 0 and (xacts, sessions) == last else 0
+                if steady >= STEADY:
+                    assert last is not None
                     return last
                 last = (xacts, sessions)
                 time.sleep(0.05)
