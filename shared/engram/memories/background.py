@@ -103,9 +103,10 @@ class BackgroundJobs:
         rows it locked, so created vs refreshed and every rule hold under concurrency.
 
         ``not_erased_since_ms`` (the extraction job's ``queued_at``): also ``"dropped"`` when
-        the user was erased (``DELETE /v1/me``) at or after it — checked in the same write, so
-        an erasure that lands between the job's own check and this write cannot leave a new
-        pending row behind."""
+        the user was erased (``DELETE /v1/me``) at or after it — checked in the unit of work
+        of the write, which waits for an erasure of the user in flight, so an erasure that
+        lands between the job's own check and this write cannot leave a new pending row
+        behind."""
         team = _checked(_ID, team_id, "teamId")
         user = _checked(_ID, user_id, "userId")
         persona = None if persona_id is None else _checked(_ID, persona_id, "personaId")

@@ -145,7 +145,8 @@ class MemoryTx(Protocol):
         ...
 
     def erased_since(self, user_id: str, since_ms: int) -> bool:
-        """Whether ``user_id`` was erased at or after ``since_ms``."""
+        """Whether ``user_id`` was erased at or after ``since_ms``; an erasure of the user in
+        flight is waited for, and one that starts later waits for this transaction."""
         ...
 
     # --- writes ---------------------------------------------------------------------------

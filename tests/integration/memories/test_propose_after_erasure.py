@@ -4,7 +4,9 @@ checks the erasure log in the write itself, so an erasure between the extraction
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from tests.integration.memories.conftest import Backend
@@ -18,6 +20,7 @@ from engram.identity import Caller
 from engram.maintenance.ports import ErasureLog
 from engram.maintenance.sink import MemoryProposalSink
 from engram.memories.models import MemoryFilter
+from engram.memories.ports import AccessContext
 from engram.memories.privacy import system_context
 from engram.memories.service import MemoryService
 
@@ -139,3 +142,30 @@ def test_the_guard_also_stops_a_refresh_of_a_pending_row(backend: Backend, log: 
         assert again.outcome == "dropped"
         [row] = list(svc.review.list_pending(ADMIN).memories)
         assert row.value == "peanuts"
+
+
+def test_a_proposal_during_an_erasure_in_flight_waits_for_it_and_is_dropped(
+    backend: Backend,
+) -> None:
+    """An erasure recorded but not yet committed: a proposal about the user waits for it (on
+    PostgreSQL, the user's erasure lock; in memory, the store's lock), then sees it and writes
+    nothing, rather than reading the log before the erasure commits and leaving a row the
+    erasure never saw."""
+    svc = backend.service()
+    since = backend.clock.now_ms()
+    result: dict[str, Any] = {}
+
+    def propose() -> None:
+        result["outcome"] = svc.jobs.propose_outcome(
+            "t1", "alice", None, "diet", "vegan", 0.8, "c1", not_erased_since_ms=since
+        ).outcome
+
+    worker = threading.Thread(target=propose)
+    with backend.store(AccessContext(team_id="t1", user_id="alice")) as tx:
+        tx.record_erasure("alice", since)
+        tx.erase_user("alice")
+        worker.start()
+        worker.join(0.5)  # time for a proposal that does not wait to finish before the commit
+    worker.join(30)
+    assert result == {"outcome": "dropped"}
+    assert svc.list_memories(ALICE).memories == []

@@ -41,10 +41,23 @@ def _ms(value: datetime) -> int:
     return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
+#: advisory lock class of one user's erasure: an erasure holds it exclusively until its
+#: transaction ends, a proposal's check shares it, so a proposal either sees the erasure or
+#: commits before the erasure deletes the user's rows (and so with them)
+ERASURE_LOCK_CLASS = 0x455253
+
+
+def _lock_user(cur: Cursor[Any], team_id: str, user_id: str, *, shared: bool) -> None:
+    kind = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    cur.execute(f"SELECT {kind}(%s, hashtext(%s))", (ERASURE_LOCK_CLASS, f"{team_id}\x1f{user_id}"))
+
+
 def record_erasure(cur: Cursor[Any], team_id: str, user_id: str, at_ms: int) -> None:
     """In the caller's transaction: the erasure's row (once), its ``user.erased`` event, and
-    the user's contribution to the team's insights removed."""
+    the user's contribution to the team's insights removed. The user's erasure lock is held
+    until the transaction ends."""
     at = _ts(at_ms)
+    _lock_user(cur, team_id, user_id, shared=False)
     cur.execute(
         "INSERT INTO erasures (team_id, user_id, erased_at) VALUES (%s, %s, %s) "
         "ON CONFLICT DO NOTHING",
@@ -55,7 +68,13 @@ def record_erasure(cur: Cursor[Any], team_id: str, user_id: str, at_ms: int) -> 
     delete_contribution(cur, team_id, user_id)
 
 
-def erased_since(cur: Cursor[Any], team_id: str, user_id: str, since_ms: int) -> bool:
+def erased_since(
+    cur: Cursor[Any], team_id: str, user_id: str, since_ms: int, *, hold: bool = False
+) -> bool:
+    """``hold``: first share the user's erasure lock until the transaction ends (an erasure in
+    flight is waited for, and one that starts later waits for this transaction)."""
+    if hold:
+        _lock_user(cur, team_id, user_id, shared=True)
     cur.execute(
         "SELECT EXISTS (SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s "
         "AND erased_at >= %s)",

@@ -247,7 +247,7 @@ class PostgresTx(MemoryTx):
         return bool(row and row["held"])
 
     def erased_since(self, user_id: str, since_ms: int) -> bool:
-        return erasures.erased_since(self._cur, self._ctx.team_id, user_id, since_ms)
+        return erasures.erased_since(self._cur, self._ctx.team_id, user_id, since_ms, hold=True)
 
     # --- writes ---------------------------------------------------------------------------
     def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
