@@ -90,14 +90,27 @@ def _side() -> dict[str, Any]:
     return out
 
 
-def run_in_tree(tree: Path, script: Path, function: str) -> dict[str, Any]:
-    """``function`` of ``script`` (no arguments, returning JSON) run in a child process that
-    imports the checkout at ``tree`` (its ``engram``, ``functions`` and ``bench``)."""
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment of a child process that imports the checkout at ``tree``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "shared")])
     env.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     env.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     env.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    return env
+
+
+def child_result(done: subprocess.CompletedProcess[str], what: str) -> dict[str, Any]:
+    """The JSON a child printed on its ``RESULT`` line; its output when it printed none."""
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line.removeprefix("RESULT ")))
+    raise RuntimeError(f"{what} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+
+
+def run_in_tree(tree: Path, script: Path, function: str) -> dict[str, Any]:
+    """``function`` of ``script`` (no arguments, returning JSON) run in a child process that
+    imports the checkout at ``tree`` (its ``engram``, ``functions`` and ``bench``)."""
     code = (
         "import json, runpy; "
         f"run = runpy.run_path({str(script.resolve())!r})[{function!r}]; "
@@ -106,17 +119,12 @@ def run_in_tree(tree: Path, script: Path, function: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tree,
-        env=env,
+        env=tree_env(tree),
         capture_output=True,
         text=True,
         check=False,
     )
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line.removeprefix("RESULT ")))
-    raise RuntimeError(
-        f"{function} at {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-    )
+    return child_result(done, f"{function} at {tree}")
 
 
 def _run_side(tree: Path) -> dict[str, Any]:

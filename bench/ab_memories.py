@@ -14,6 +14,7 @@ after every side (the side's saved rows, the outbox and event counters it filled
 table vacuumed, a ``CHECKPOINT``), so every side meets the same rows. The trees are two
 checkouts (``git worktree add --detach``); ``--b`` the same as ``--a`` (or a second checkout of
 the same revision) is the A/A that says how much a number moves with no change of code.
+Each tree needs its own ``.venv`` (``uv sync --locked --all-groups`` in it).
 
 Each side times, call by call and interleaved (the first of each pair alternating), after a
 warm-up:
@@ -62,39 +63,9 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def vocabulary(n: int = 3000, seed: int = 7) -> list[str]:
-    """bench.bench_recall.vocabulary (copied: the side imports nothing of the tree's bench)."""
-    rng = random.Random(seed)
-    syllables = [
-        "ka",
-        "lo",
-        "mi",
-        "ren",
-        "tas",
-        "vo",
-        "qui",
-        "der",
-        "ban",
-        "sol",
-        "tor",
-        "ny",
-        "pe",
-        "gal",
-        "shi",
-        "mur",
-        "zen",
-        "ost",
-        "ari",
-        "ul",
-    ]
-    words: set[str] = set()
-    while len(words) < n:
-        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
-    return sorted(words)
-
-
 def side(url: str, size: int, calls: int, warmup: int, tag: str) -> dict[str, Any]:
     import engram
+    from bench.bench_recall import vocabulary  # the tree's own: both sides pick the same words
     from engram.adapters.postgres.migrate import apply_migrations
     from engram.bootstrap import Container
     from engram.identity import Caller
@@ -262,38 +233,20 @@ def reset_db(url: str) -> float:
 
 
 def run_side(tree: Path, url: str, size: int, calls: int, warmup: int, tag: str) -> dict[str, Any]:
-    python = tree / ".venv" / "bin" / "python"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tree / "shared"), str(tree)])
-    env.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    env.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    env.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    """One side in a process of ``tree``'s own interpreter, importing that checkout."""
+    from bench.ab import child_result, tree_env  # this tree's: a side never needs them
+
+    args = ["--url", url, "--size", str(size), "--calls", str(calls), "--warmup", str(warmup)]
+    python, script = tree / ".venv" / "bin" / "python", Path(__file__).resolve()
     done = subprocess.run(
-        [
-            str(python),
-            str(Path(__file__).resolve()),
-            "side",
-            "--url",
-            url,
-            "--size",
-            str(size),
-            "--calls",
-            str(calls),
-            "--warmup",
-            str(warmup),
-            "--tag",
-            tag,
-        ],
+        [str(python), str(script), "side", *args, "--tag", tag],
         cwd=tree,
-        env=env,
+        env=tree_env(tree),
         capture_output=True,
         text=True,
         check=False,
     )
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line.removeprefix("RESULT ")))
-    raise RuntimeError(f"side at {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return child_result(done, f"side at {tree}")
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
