@@ -15,7 +15,7 @@ from typing import Any
 
 from engram.adapters.inmemory_rows import (
     DedupKey,
-    ErasedSince,
+    ErasureRecords,
     SuppressionKey,
     audit_after_erasure,
     decode_cursor,
@@ -62,7 +62,9 @@ class InMemoryMemoryStore(UnitOfWork):
     """``erasures``: an erasure log consulted and written beside the erasures this store
     records itself. ``transactions`` counts the units of work begun."""
 
-    def __init__(self, clock: Clock | None = None, *, erasures: ErasedSince | None = None) -> None:
+    def __init__(
+        self, clock: Clock | None = None, *, erasures: ErasureRecords | None = None
+    ) -> None:
         self._clock = clock or SystemClock()
         self.erasures = erasures
         self._lock = threading.RLock()
@@ -443,7 +445,7 @@ class InMemoryTx(MemoryTx):
 
 
 __all__ = [
-    "ErasedSince",
+    "ErasureRecords",
     "InMemoryMemoryStore",
     "InMemoryTx",
     "can_see",

@@ -81,7 +81,7 @@ def _listed(r: Memory, flt: MemoryFilter) -> bool:
     return r.scope is not Scope.PERSONA or r.owner_id not in flt.exclude_personas
 
 
-class ErasedSince(Protocol):
+class ErasureRecords(Protocol):
     """The part of ``engram.maintenance.ports.ErasureLog`` the store consults and writes."""
 
     def record(self, team_id: str, user_id: str, at_ms: int) -> None: ...

@@ -30,12 +30,10 @@ from engram.memories.ports import KeyRow, MemoryChange
 Refusal = Literal["suppressed", "active", "edited"]
 
 
-def gives_way(current: KeyRow | None, *, keep_value: str | None = None) -> Memory | None:
+def gives_way(current: KeyRow | None) -> Memory | None:
     """The key's rejected row, which a write of a new row for its key deletes first; none
-    when the key's row is live, or (``keep_value``) when the rejected value is that one."""
+    when the key's row is live."""
     if current is None or current.memory.status is not Status.REJECTED:
-        return None
-    if keep_value is not None and current.memory.value == keep_value:
         return None
     return current.memory
 

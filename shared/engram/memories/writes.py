@@ -72,7 +72,7 @@ def propose(
         else:
             if rules.quota_refusal(subjects, used) is not None:
                 return None
-            rejected = rules.gives_way(current, keep_value=memory.value)
+            rejected = rules.gives_way(current)  # of another value: an equal one was refused
             if rejected is not None:
                 _drop(tx, rejected)
             inserted = tx.insert(memory)

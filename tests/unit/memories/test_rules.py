@@ -52,10 +52,9 @@ def test_what_a_proposal_refuses(
     assert rules.proposal_refused(PROPOSAL, current, suppressed=suppressed) == refusal
 
 
-def test_a_rejected_row_gives_way_unless_it_holds_the_kept_value() -> None:
+def test_only_a_rejected_row_gives_way() -> None:
     rejected = row(Status.REJECTED, "teal")
     assert rules.gives_way(KeyRow(rejected)) == rejected
-    assert rules.gives_way(KeyRow(rejected), keep_value="teal") is None
     assert rules.gives_way(KeyRow(row(Status.ACTIVE))) is None
     assert rules.gives_way(None) is None
 

@@ -76,12 +76,10 @@ def erased_since(
     if hold:
         _lock_user(cur, team_id, user_id, shared=True)
     cur.execute(
-        "SELECT EXISTS (SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s "
-        "AND erased_at >= %s)",
+        "SELECT 1 FROM erasures WHERE team_id = %s AND user_id = %s AND erased_at >= %s LIMIT 1",
         (team_id, user_id, _ts(since_ms)),
     )
-    row = cur.fetchone()
-    return bool(row and (row["exists"] if isinstance(row, dict) else row[0]))
+    return cur.fetchone() is not None
 
 
 class PostgresErasureLog:
