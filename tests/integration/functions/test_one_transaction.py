@@ -50,8 +50,15 @@ class ServerCounter:
                 " WHERE schemaname = 'public'"
             ).fetchall():
                 conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-        self.per_connection = 0
-        self.per_connection = self.count(self._connect_only)
+        # the pool may open one connection or two for a single request (it grows while the
+        # first is still connecting), so the start-up cost is per session, not per request
+        xacts, sessions = self._read()
+        self._connect_only()
+        xacts_after, sessions_after = self._read()
+        opened = sessions_after - sessions
+        assert opened >= 1
+        assert (xacts_after - xacts) % opened == 0, (xacts_after - xacts, opened)
+        self.per_connection = (xacts_after - xacts) // opened
 
     def _connect_only(self) -> None:
         with self._stack.container.database.pool.connection():
