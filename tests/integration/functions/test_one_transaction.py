@@ -52,22 +52,20 @@ class ServerCounter:
                 conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
         # the pool may open one connection or two for a single request (it grows while the
         # first is still connecting), so the start-up cost is per session, not per request
-        xacts, sessions = self._read()
-        self._connect_only()
-        xacts_after, sessions_after = self._read()
-        opened = sessions_after - sessions
+        xacts, opened = self._measure(self._connect_only)
         assert opened >= 1
-        assert (xacts_after - xacts) % opened == 0, (xacts_after - xacts, opened)
-        self.per_connection = (xacts_after - xacts) // opened
+        assert xacts % opened == 0, (xacts, opened)
+        self.per_connection = xacts // opened
 
     def _connect_only(self) -> None:
         with self._stack.container.database.pool.connection():
             pass
 
-    def _read(self) -> tuple[int, int]:
-        """(commits + rollbacks, sessions), once no backend is connected to the database and
-        the numbers have stayed the same for ``STEADY`` reads in a row: a backend flushes its
-        statistics as it exits, which may land just after it leaves ``pg_stat_activity``."""
+    def _read(self, *, sessions_at_least: int = 0) -> tuple[int, int]:
+        """(commits + rollbacks, sessions), once no backend is connected to the database, at
+        least ``sessions_at_least`` sessions have ended, and the numbers have stayed the same
+        for ``STEADY`` reads in a row: a backend flushes its statistics as it exits, which may
+        land just after it leaves ``pg_stat_activity``."""
         self._stack.container.database.close()
         last: tuple[int, int] | None = None
         steady = 0
@@ -79,7 +77,8 @@ class ServerCounter:
                     " WHERE datname = %(db)s",
                     {"db": self.database},
                 ).fetchone()  # type: ignore[misc]
-                steady = steady + 1 if busy == 0 and (xacts, sessions) == last else 0
+                settled = busy == 0 and sessions >= sessions_at_least and (xacts, sessions) == last
+                steady = steady + 1 if settled else 0
                 if steady >= STEADY:
                     assert last is not None
                     return last
@@ -87,11 +86,19 @@ class ServerCounter:
                 time.sleep(0.05)
         raise AssertionError("the server's statistics did not settle")
 
-    def count(self, action: Callable[[], object]) -> int:
+    def _measure(self, action: Callable[[], object]) -> tuple[int, int]:
+        """(transactions, sessions) the database ran while ``action`` did; the sessions the
+        pool opened (which it reports) must all have ended and been counted."""
         xacts, sessions = self._read()
         action()
-        xacts_after, sessions_after = self._read()
-        return (xacts_after - xacts) - (sessions_after - sessions) * self.per_connection
+        stats = self._stack.container.database.pool.get_stats()
+        opened = stats.get("connections_num", 0) - stats.get("connections_errors", 0)
+        xacts_after, sessions_after = self._read(sessions_at_least=sessions + opened)
+        return xacts_after - xacts, sessions_after - sessions
+
+    def count(self, action: Callable[[], object]) -> int:
+        xacts, sessions = self._measure(action)
+        return xacts - sessions * self.per_connection
 
 
 class StoreCounter:
