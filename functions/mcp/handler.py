@@ -80,7 +80,7 @@ async def _clients(ctx: Context) -> AsyncIterator[AsyncEngramClient]:
     if not isinstance(request, Request):
         raise ToolError("the MCP function answers HTTP requests only")
     async with AsyncEngramClient(
-        _base_url(request), _bearer(request), timeout=TOOL_CALL_TIMEOUT_S
+        _base_url(request), _bearer(request), timeout=TOOL_CALL_TIMEOUT_S, surface="mcp"
     ) as engram:
         yield engram
 

@@ -18,6 +18,7 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpJwtAuthorizer
 from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 
 from constructs import Construct
+from engram.api.identity import SURFACE_HEADER
 from engram.api.mcp_routes import MCP_FUNCTION, MCP_ROUTES
 from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION
@@ -69,16 +70,18 @@ PUBLIC_ROUTES: dict[str, str] = {
 
 def cors_allowed_headers() -> list[str]:
     """Request headers a browser may send: the token, the body's type, the ingest
-    ``Idempotency-Key`` (retries told from repeats), ``If-Match`` and the act-as header a
-    service token names its user by. The ingest key and the act-as header are read from
-    their one definition in the service, so the preflight cannot drift from what the
-    functions read."""
+    ``Idempotency-Key`` (retries told from repeats), ``If-Match``, the surface header the
+    console names itself with (what its writes' versions record), and the act-as header a
+    service token names its user by. The ingest key, the surface and the act-as header are
+    read from their one definition in the service, so the preflight cannot drift from what
+    the functions read."""
     act_as = Settings.model_fields["act_as_header"].default
     return [
         "authorization",
         "content-type",
         IDEMPOTENCY_HEADER.lower(),
         "if-match",  # edits of a memory only apply to the version read
+        SURFACE_HEADER.lower(),
         str(act_as).lower(),
     ]
 

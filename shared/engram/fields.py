@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -40,6 +41,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError, core_schema
 
 from engram import limits
+from engram.memories.keys import has_identity
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,22 @@ _NAME = StringConstraints(strip_whitespace=True, min_length=1)
 
 Identifier = Annotated[str, _NAME, StringConstraints(max_length=limits.MAX_ID_CHARS), NAME_RULE]
 Name = Annotated[str, _NAME, StringConstraints(max_length=limits.MAX_NAME_CHARS), NAME_RULE]
-MemoryKey = Annotated[str, _NAME, StringConstraints(max_length=limits.MAX_KEY_CHARS), NAME_RULE]
+
+
+def _names_something(key: str) -> str:
+    """A key whose canonical form (``engram.memories.keys``) is empty names no memory."""
+    if not has_identity(key):
+        raise PydanticCustomError("key_identity", "must hold more than punctuation and spaces")
+    return key
+
+
+MemoryKey = Annotated[
+    str,
+    _NAME,
+    StringConstraints(max_length=limits.MAX_KEY_CHARS),
+    NAME_RULE,
+    AfterValidator(_names_something),
+]
 FactId = Annotated[str, _NAME, StringConstraints(max_length=limits.MAX_FACT_ID_CHARS), NAME_RULE]
 Text = Annotated[str, TEXT_RULE]
 MemoryValue = Annotated[

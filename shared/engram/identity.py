@@ -65,6 +65,10 @@ class Caller(BaseModel):
     subject: str | None = Field(
         default=None, description="A service token's own sub (the caller is a service)."
     )
+    surface: str = Field(
+        default="api",
+        description="Where the request came from: api, mcp, console or tool:<format>.",
+    )
 
     @property
     def identity_id(self) -> str:

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     )
     observation_retention_days: int = Field(default=30, ge=1)
     """Observations older than this are pruned."""
+    history_retention_days: int | None = Field(default=365, ge=1)
+    """A memory's versions are kept this long after they stopped being current (a deleted
+    memory's whole history this long after its deletion); unset: kept until erasure."""
     identity_ttl_days: int = Field(default=90, ge=1, description="Redis key TTL backstop.")
 
     # --- PostgreSQL (explicit memories) --------------------------------------------------

@@ -73,6 +73,8 @@ def server_state_rules(case: Any) -> None:
     * the ``format`` query parameter of ``POST /v1/tools/{name}`` says which shape the body
       is in (``call_format``), and an id given in both the body and the query must agree:
       the query is made to match the generated body;
+    * an ``asOf`` (what was true then) must not be in the future: one later than the
+      server's clock is set to the current time;
     * the candidates of ``POST /v1/tools/rank`` name each tool once (JSON Schema's
       ``uniqueItems`` compares whole items, not one field): a repeated name is left out.
     """
@@ -89,6 +91,8 @@ def server_state_rules(case: Any) -> None:
                 item["createdAt"] = int(time.time() * 1000)
     if case.operation.path in {"/v1/review", "/v1/memories/list"} and isinstance(case.query, dict):
         case.query.pop("cursor", None)
+    if isinstance(case.query, dict) and isinstance(case.query.get("asOf"), int | float):
+        case.query["asOf"] = min(int(case.query["asOf"]), int(time.time() * 1000))
     if case.operation.path == "/v1/tools/rank" and isinstance(case.body, dict):
         candidates = case.body.get("candidates")
         if isinstance(candidates, list):

@@ -18,6 +18,7 @@ from infra.constructs.nag import acknowledge, enable_aws_solutions
 from tests.infrastructure.synth import Synthesized
 from tests.infrastructure.synth import ref as _ref
 
+from engram.api.identity import SURFACE_HEADER
 from engram.api.mcp_routes import MCP_FUNCTION, MCP_PUBLIC_ROUTES, MCP_ROUTES
 from engram.api.models import IDEMPOTENCY_HEADER
 from engram.api.routes import CATCH_ALL, CATCH_ALL_FUNCTION, PUBLIC_ROUTES
@@ -662,6 +663,7 @@ def test_cors_allows_the_headers_the_service_reads(monkeypatch: pytest.MonkeyPat
         "content-type",
         IDEMPOTENCY_HEADER.lower(),
         "if-match",
+        SURFACE_HEADER.lower(),
         str(act_as.default).lower(),
     ]
     monkeypatch.setattr(act_as, "default", "X-Acting-For")

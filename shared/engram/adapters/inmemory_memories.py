@@ -30,8 +30,10 @@ from engram.adapters.inmemory_rows import (
 from engram.clock import Clock, SystemClock
 from engram.errors import Conflict
 from engram.events.models import Cause, MemoryEventType
+from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import QuotaSubject, counts_toward, subject_user
 from engram.memories.models import (
+    ERASED_ACTOR,
     Memory,
     MemoryFilter,
     MemoryPage,
@@ -46,6 +48,7 @@ from engram.memories.models import (
 from engram.memories.ports import (
     AccessContext,
     EmbeddingTask,
+    HistoryRetention,
     KeyRow,
     MemoryChange,
     MemoryTx,
@@ -54,11 +57,19 @@ from engram.memories.ports import (
 )
 from engram.memories.privacy import can_see, can_write, memory_visible
 from engram.memories.recall import rank_in_memory
+from engram.memories.versions import (
+    DELETED,
+    MAINTENANCE,
+    MemoryVersion,
+    VersionPage,
+    bumps,
+    version_of,
+)
 
 _MISSING: Any = object()
 
 
-class InMemoryMemoryStore(UnitOfWork):
+class InMemoryMemoryStore(UnitOfWork, HistoryRetention):
     """``erasures``: an erasure log consulted and written beside the erasures this store
     records itself. ``transactions`` counts the units of work begun."""
 
@@ -80,6 +91,8 @@ class InMemoryMemoryStore(UnitOfWork):
         #: suppressions (deletions, archives, rejections) -> the persona row's source user
         self.suppressions: dict[SuppressionKey, str | None] = {}
         self.erased_at: dict[tuple[str, str], datetime] = {}
+        #: memory id -> its recorded versions, oldest first (kept after the row is deleted)
+        self.versions: dict[str, list[MemoryVersion]] = {}
         self.transactions = 0
         self._last = datetime.fromtimestamp(0, UTC)
 
@@ -124,6 +137,22 @@ class InMemoryMemoryStore(UnitOfWork):
                     self.embeddings[row.id] = (model_id, vector)
                     stored += 1
         return stored
+
+    # --- HistoryRetention -----------------------------------------------------------------
+    def purge_history(self, before: datetime, limit: int) -> int:
+        purged = 0
+        with self._lock:
+            for memory_id, history in list(self.versions.items()):
+                gone = history[-1].status == DELETED and history[-1].valid_from < before
+                doomed = [v for v in history if gone or (v.valid_to and v.valid_to < before)]
+                doomed = doomed[: max(limit - purged, 0)]
+                if doomed:
+                    purged += len(doomed)
+                    kept = [v for v in history if v not in doomed]
+                    self.versions[memory_id] = kept
+                    if not kept:
+                        del self.versions[memory_id]
+        return purged
 
 
 class InMemoryTx(MemoryTx):
@@ -230,7 +259,8 @@ class InMemoryTx(MemoryTx):
         return self.get(memory_id)  # the store's lock is held for the whole unit of work
 
     def lock_key(self, scope: Scope, owner_id: str, user_id: str | None, key: str) -> KeyRow | None:
-        memory_id = self._s.by_key.get((self._ctx.team_id, scope, owner_id, user_id or "", key))
+        found = (self._ctx.team_id, scope, owner_id, user_id or "", canonical_key(key))
+        memory_id = self._s.by_key.get(found)
         row = self.get(memory_id) if memory_id else None
         return None if row is None else KeyRow(row, self._s.edited.get(row.id, False))
 
@@ -294,25 +324,29 @@ class InMemoryTx(MemoryTx):
         fields = memory.model_dump(exclude={"embedding", "embedding_model"})
         return {**fields, "source_user_id": memory.source_user_id}  # not part of its dump
 
-    def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
+    def save(self, memory: NewMemory) -> tuple[Memory, bool, bool] | None:
         self._check_write(memory)
         current = self._s.by_key.get(key_of(memory))
         if current is None:
             row = self.insert(memory)
             assert row is not None
-            return row, True
+            return row, True, True
         existing = self._s.rows[current]
         if existing.status is Status.REJECTED:
             return None
-        return self._written(existing, memory), False
+        if (existing.value, existing.status) == (memory.value, memory.status):
+            return existing, False, False
+        return self._written(existing, memory), False, True
 
     def _written(self, existing: Memory, memory: NewMemory) -> Memory:
+        """``existing`` (locked) takes ``memory``'s fields but its key as first written."""
+        moves = bumps(existing, existing.key, memory.value, memory.status, memory.confidence)
         row = Memory(
-            **self._fields(memory),
+            **{**self._fields(memory), "key": existing.key},
             id=existing.id,
             created_at=existing.created_at,
             updated_at=max(self._now, existing.updated_at),
-            version=existing.version + 1,
+            version=existing.version + int(moves),
         )
         self._put(row)
         self._embed(row.id, memory.embedding_model, memory.embedding)
@@ -329,6 +363,7 @@ class InMemoryTx(MemoryTx):
         return row
 
     def overwrite(self, row: Memory, memory: NewMemory) -> Memory:
+        """The key as first written stays, like every write of a key's row."""
         self._check_write(memory)
         self._assign(self._s.edited, row.id, _MISSING)
         return self._written(row, memory)
@@ -342,9 +377,10 @@ class InMemoryTx(MemoryTx):
                 **current.internal_fields(),
                 **change.fields(),
                 "updated_at": max(self._now, current.updated_at),
-                "version": current.version + 1,
             }
         )
+        moves = bumps(current, new.key, new.value, new.status, new.confidence)
+        new = new.model_copy(update={"version": current.version + int(moves)})
         holder = self._s.by_key.get(key_of(new))
         if holder is not None and holder != new.id:
             raise Conflict(f"a memory with key {new.key!r} already exists in this scope")
@@ -365,6 +401,63 @@ class InMemoryTx(MemoryTx):
         self._assign(self._s.embeddings, memory_id, _MISSING)
         self._assign(self._s.edited, memory_id, _MISSING)
         return row
+
+    def revive(self, memory: Memory) -> Memory:
+        if not self._writable(memory) or key_of(memory) in self._s.by_key:
+            raise Conflict("a memory with this key already exists in this scope")
+        row = memory.model_copy(update={"updated_at": self._now})
+        self._put(row)
+        return row
+
+    def forget_versions(self, memory_id: str) -> None:
+        self._assign(self._s.versions, memory_id, _MISSING)
+
+    def record_version(self, version: MemoryVersion) -> None:
+        history = list(self._s.versions.get(version.memory_id, []))
+        if history and history[-1].valid_to is None:
+            history[-1] = history[-1].model_copy(update={"valid_to": version.valid_from})
+        history.append(version)
+        self._assign(self._s.versions, version.memory_id, history)
+
+    # --- versions -------------------------------------------------------------------------
+    def _history(self, memory_id: str) -> list[MemoryVersion]:
+        history = self._s.versions.get(memory_id, [])
+        if not history:
+            return []
+        last = history[-1]
+        if not can_see(self._ctx, last.team_id, last.scope, last.owner_id, last.user_id):
+            return []
+        return history
+
+    def version(self, memory_id: str, number: int | None) -> MemoryVersion | None:
+        history = self._history(memory_id)
+        if number is None:
+            return history[-1] if history else None
+        return next((v for v in history if v.version == number), None)
+
+    def versions(self, memory_id: str, *, after: int, limit: int) -> VersionPage:
+        history = self._history(memory_id)
+        later = [v for v in history if v.version > after]
+        page = later[:limit]
+        more = len(later) > limit
+        return VersionPage(
+            versions=page,
+            recorded_from=history[0].version if history else None,
+            next_after=page[-1].version if more else None,
+        )
+
+    def version_at(self, memory_id: str, at: datetime) -> MemoryVersion | None:
+        return next((v for v in self._history(memory_id) if _current_at(v, at)), None)
+
+    def versions_current_at(self, request: RecallRequest, at: datetime) -> list[MemoryVersion]:
+        found = []
+        for memory_id in self._s.versions:
+            v = self.version_at(memory_id, at)
+            if v is not None and v.status != DELETED:
+                as_active = v.as_memory().model_copy(update={"status": Status.ACTIVE})
+                if recalled(as_active, request):
+                    found.append(v)
+        return found
 
     def publish(
         self,
@@ -419,7 +512,25 @@ class InMemoryTx(MemoryTx):
         ]
         for k in gone:
             self._assign(self._s.suppressions, k, _MISSING)
-        return {**counts, "review_actions": audit, "suppressions": len(gone)}
+        versions = 0
+        for memory_id, history in list(self._s.versions.items()):
+            if not history or history[-1].team_id != team:
+                continue
+            if subject_user(history[-1].as_memory()) == user_id:
+                versions += len(history)
+                self._assign(self._s.versions, memory_id, _MISSING)
+            elif any(v.actor_id == user_id for v in history):
+                unnamed = [
+                    v.model_copy(update={"actor_id": ERASED_ACTOR}) if v.actor_id == user_id else v
+                    for v in history
+                ]
+                self._assign(self._s.versions, memory_id, unnamed)
+        return {
+            **counts,
+            "review_actions": audit,
+            "suppressions": len(gone),
+            "versions": versions,
+        }
 
     def apply_retention(
         self, *, archive_before: datetime, delete_archived_before: datetime
@@ -428,20 +539,25 @@ class InMemoryTx(MemoryTx):
         for r in list(self._s.rows.values()):
             idle = r.status is Status.ARCHIVED and r.updated_at < delete_archived_before
             if idle and self._writable(r) and self.remove(r.id):
+                self.record_version(version_of(r, MAINTENANCE, self._now, deleted=True))
                 deleted += 1
         for r in list(self._s.rows.values()):
             if self._writable(r) and r.status is Status.ACTIVE and r.updated_at < archive_before:
-                self._put(
-                    r.model_copy(
-                        update={
-                            "status": Status.ARCHIVED,
-                            "updated_at": self._now,
-                            "version": r.version + 1,
-                        }
-                    )
+                after = r.model_copy(
+                    update={
+                        "status": Status.ARCHIVED,
+                        "updated_at": self._now,
+                        "version": r.version + 1,
+                    }
                 )
+                self._put(after)
+                self.record_version(version_of(after, MAINTENANCE, self._now))
                 archived += 1
         return {"archived": archived, "deleted": deleted}
+
+
+def _current_at(v: MemoryVersion, at: datetime) -> bool:
+    return v.valid_from <= at and (v.valid_to is None or at < v.valid_to)
 
 
 __all__ = [

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from engram.errors import InvalidInput
+from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import suppression_digest
 from engram.memories.models import (
     ERASED_ACTOR,
@@ -31,7 +32,8 @@ SuppressionKey = tuple[str, Scope, str, str, bytes]
 
 
 def key_of(m: Memory | NewMemory) -> DedupKey:
-    return (m.team_id, m.scope, m.owner_id, m.user_id or "", m.key)
+    """A key's identity: its canonical form (``engram.memories.keys``)."""
+    return (m.team_id, m.scope, m.owner_id, m.user_id or "", canonical_key(m.key))
 
 
 def suppression_key(m: Memory | NewMemory) -> SuppressionKey:

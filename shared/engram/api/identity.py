@@ -190,10 +190,26 @@ def caller_from_claims(
     )
 
 
+#: the header a client names the surface it is with (``api`` when absent)
+SURFACE_HEADER = "X-Engram-Surface"
+#: the surfaces a client may name; ``tool:<format>`` is the tool routes' own
+CLIENT_SURFACES = ("api", "mcp", "console")
+
+
+def _surface(value: str | None) -> str:
+    if value is None or not value.strip():
+        return "api"
+    if value.strip() not in CLIENT_SURFACES:
+        raise InvalidHeader(SURFACE_HEADER, f"is one of {', '.join(CLIENT_SURFACES)}")
+    return value.strip()
+
+
 def caller_from_event(event: Mapping[str, Any], settings: Settings | None = None) -> Caller:
     """The caller of an API Gateway HTTP API (payload v2) event. 401 / 403 / 400 as documented."""
     settings = settings or get_settings()
     claims, scopes = _jwt(event)
-    return caller_from_claims(
+    caller = caller_from_claims(
         claims, scopes, act_as=event_header(event, settings.act_as_header), settings=settings
     )
+    surface = _surface(event_header(event, SURFACE_HEADER))
+    return caller if surface == "api" else caller.model_copy(update={"surface": surface})

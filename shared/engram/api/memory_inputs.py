@@ -49,6 +49,17 @@ MemoryStatusName = Literal["active", "pending_review", "archived", "rejected"]
 PERSONA_SCOPES = ("persona", "persona_user")
 RetentionDays = Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_DAYS), WHOLE]
 RecallLimit = Annotated[int, Field(ge=1, le=limits.MAX_RECALL_RESULTS), WHOLE]
+#: a past moment, epoch milliseconds (one in the future is refused by the service)
+AsOf = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="What was current at this moment (epoch ms, not in the future), not now.",
+    ),
+    WHOLE,
+]
+#: a version number of a memory
+VersionNumber = Annotated[int, Field(ge=1), WHOLE]
 PageLimit = Annotated[int, Field(ge=1, le=limits.MAX_PAGE), WHOLE]
 
 
@@ -150,11 +161,42 @@ class MemoryRecallQuery(QueryInput):
     query: QueryText | None = None
     max_results: RecallLimit = limits.DEFAULT_RECALL_RESULTS
     persona_id: Identifier | None = None
+    as_of: AsOf | None = None
 
     def command(self) -> Recall:
         return Recall(
-            query=self.query or "", max_results=self.max_results, persona_id=self.persona_id
+            query=self.query or "",
+            max_results=self.max_results,
+            persona_id=self.persona_id,
+            as_of_ms=self.as_of,
         )
+
+
+class MemoryGetQuery(QueryInput):
+    """``GET /v1/memories/{id}?asOf=``: the memory now, or as it was at ``asOf``."""
+
+    as_of: AsOf | None = None
+
+
+class MemoryHistoryQuery(QueryInput):
+    """``GET /v1/memories/{id}/history?limit=&cursor=``: one page of versions, oldest first."""
+
+    limit: PageLimit = limits.DEFAULT_PAGE
+    cursor: Annotated[str, Field(pattern=r"^[0-9]{1,18}$", max_length=18)] | None = Field(
+        default=None, description="The nextCursor of the page before."
+    )
+
+    @property
+    def after(self) -> int:
+        """The last version of the page before (0: from the first)."""
+        return 0 if self.cursor is None else int(self.cursor)
+
+
+class MemoryRestoreRequest(InputModel):
+    """``POST /v1/memories/{id}/restore``: make version ``version``'s key and value current,
+    as a new version (a deleted memory comes back, active)."""
+
+    version: VersionNumber
 
 
 class ReviewListQuery(QueryInput):

@@ -41,10 +41,13 @@ from engram.api.memory_inputs import (
     ApproveRequest,
     BulkReviewRequest,
     ExtractionConfig,
+    MemoryGetQuery,
+    MemoryHistoryQuery,
     MemoryListQuery,
     MemoryPatchRequest,
     MemoryRecallArgs,
     MemoryRecallQuery,
+    MemoryRestoreRequest,
     MemorySaveArgs,
     MemorySaveRequest,
     MemoryScope,
@@ -198,11 +201,33 @@ class MemoryActionOut(ResponseModel):
     after: MemoryOut | None = None
 
 
+class MemoryVersionOut(ResponseModel):
+    """One recorded version of a memory: its key, value and status after a write, who made
+    it (``actorId``; ``erased`` once that user was erased) as what (``actorKind``), through
+    what (``surface``), and while it was current (``validTo`` null: it still is)."""
+
+    version: int
+    key: str
+    value: str
+    status: Literal["active", "pending_review", "archived", "rejected", "deleted"]
+    actor_id: str
+    actor_kind: Literal["user", "admin", "service", "extraction", "maintenance"]
+    surface: str = Field(description="api, mcp, console, extraction, maintenance or tool:<format>")
+    valid_from: EpochMs
+    valid_to: EpochMs | None = None
+
+
 class MemoryHistoryResponse(ResponseModel):
-    """``GET /v1/memories/{id}/history``: oldest first."""
+    """``GET /v1/memories/{id}/history``: one page of versions, oldest first (pass
+    ``nextCursor`` back as ``cursor`` for the next; ``null`` on the last page), and the
+    whole audit trail, oldest first. ``recordedFrom``: the first version recorded (the
+    versions before it were written before versions were kept); null when none is."""
 
     memory_id: str
+    recorded_from: int | None = None
+    versions: list[MemoryVersionOut]
     actions: list[MemoryActionOut]
+    next_cursor: str | None = None
 
 
 # --- tools ---------------------------------------------------------------------------------
@@ -368,6 +393,9 @@ class ErasureCounts(ResponseModel):
         default=0,
         description="Remembered deletions, archives and rejections of the user's memories.",
     )
+    memory_versions: int = Field(
+        default=0, description="Recorded versions of those memories (their history)."
+    )
 
 
 class ErasureReceipt(ResponseModel):
@@ -436,6 +464,8 @@ __all__ = [
     "FactOut",
     "FactsResponse",
     "HealthResponse",
+    "MemoryGetQuery",
+    "MemoryHistoryQuery",
     "MemoryListQuery",
     "MemoryListResponse",
     "MemoryOut",
@@ -443,8 +473,10 @@ __all__ = [
     "MemoryPatchRequest",
     "MemoryRecallArgs",
     "MemoryRecallQuery",
+    "MemoryRestoreRequest",
     "MemorySaveArgs",
     "MemorySaveRequest",
+    "MemoryVersionOut",
     "ObservationIn",
     "ObservationOut",
     "ObservationsRequest",

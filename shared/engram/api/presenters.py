@@ -28,6 +28,7 @@ from engram.api.models import (
     MemoryListResponse,
     MemoryOut,
     MemoryPageResponse,
+    MemoryVersionOut,
     ObservationOut,
     PersonaListResponse,
     PersonaResponse,
@@ -46,6 +47,7 @@ from engram.api.responses import epoch_ms
 from engram.api.tools import ToolFormat
 from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
+from engram.memories.history import MemoryHistory
 from engram.memories.models import (
     Memory,
     MemoryPage,
@@ -54,6 +56,7 @@ from engram.memories.models import (
     TeamSettings,
     ToolResult,
 )
+from engram.memories.versions import MemoryVersion
 
 if TYPE_CHECKING:
     from engram.memories.service import ReviewOutcome
@@ -95,8 +98,29 @@ def action_out(action: ReviewAction) -> MemoryActionOut:
     )
 
 
-def memory_history(memory_id: str, actions: Sequence[ReviewAction]) -> MemoryHistoryResponse:
-    return MemoryHistoryResponse(memory_id=memory_id, actions=[action_out(a) for a in actions])
+def version_out(version: MemoryVersion) -> MemoryVersionOut:
+    return MemoryVersionOut(
+        version=version.version,
+        key=version.key,
+        value=version.value,
+        status=version.status,
+        actor_id=version.actor_id,
+        actor_kind=version.actor_kind,
+        surface=version.surface,
+        valid_from=epoch_ms(version.valid_from),
+        valid_to=None if version.valid_to is None else epoch_ms(version.valid_to),
+    )
+
+
+def memory_history(history: MemoryHistory) -> MemoryHistoryResponse:
+    page = history.page
+    return MemoryHistoryResponse(
+        memory_id=history.memory_id,
+        recorded_from=page.recorded_from,
+        versions=[version_out(v) for v in page.versions],
+        actions=[action_out(a) for a in history.actions],
+        next_cursor=None if page.next_after is None else str(page.next_after),
+    )
 
 
 def memory_list(memories: Sequence[Memory]) -> MemoryListResponse:

@@ -61,6 +61,7 @@ def maintenance_config(settings: Settings) -> MaintenanceConfig:
         max_run_ms=settings.maintenance_max_run_ms,
         insights_min_users=settings.insights_min_users,
         embedding_batch=settings.reembed_batch_size,
+        history_retention_days=settings.history_retention_days,
     )
 
 
@@ -124,5 +125,6 @@ def build_maintenance_job(
         config=config or maintenance_config(container.settings),
         monotonic=monotonic or MonotonicClock(),
         embeddings=container.memory_store,
+        history=container.memory_store,
         embedder=container.embedder,
     )

@@ -22,7 +22,6 @@ from pydantic.alias_generators import to_camel
 
 from engram import limits
 
-SCHEMA_VERSION = 1
 #: ``source`` of every event Engram puts on a bus.
 SOURCE = "engram"
 
@@ -33,6 +32,7 @@ MemoryEventType = Literal[
     "memory.proposed",
     "memory.approved",
     "memory.rejected",
+    "memory.restored",
 ]
 EventType = Literal[MemoryEventType, "user.erased", "team.settings.changed"]
 
@@ -51,7 +51,7 @@ class _Event(BaseModel):
     )
 
     event_id: str = Field(description="stable id of this event: the same on every re-send")
-    schema_version: Literal[1] = Field(description="version of this event type's schema")
+    schema_version: int = Field(description="version of this event type's schema")
     occurred_at: datetime = Field(description="when the change was made (UTC)")
     team_id: str = _Id
     sequence: int = Field(ge=1, description="1, 2, 3 … per aggregate, in commit order")
@@ -61,7 +61,7 @@ class _Event(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-class MemoryEvent(_Event):
+class _MemoryChange(_Event):
     """One change of one memory. ``sequence`` counts the memory's events."""
 
     type: MemoryEventType
@@ -86,11 +86,27 @@ class MemoryEvent(_Event):
     cause: Cause
 
 
+class MemoryEvent(_MemoryChange):
+    """One change of one memory. ``sequence`` counts the memory's events."""
+
+    schema_version: Literal[1] = Field(description="version of this event type's schema")
+
+
+class MemoryUpdated(_MemoryChange):
+    """``memory.updated`` version 2: also the memory's version after the change (its
+    ``ETag``, and the number of the version its history recorded)."""
+
+    type: Literal["memory.updated"]
+    schema_version: Literal[2] = Field(description="version of this event type's schema")
+    version: int = Field(ge=1, description="the memory's version after the change")
+
+
 class UserErased(_Event):
     """``DELETE /v1/me``: everything held about the user is being erased. ``sequence``
     counts the user's erasures."""
 
     type: Literal["user.erased"]
+    schema_version: Literal[1] = Field(description="version of this event type's schema")
     user_id: str = _Id
     erased_at: datetime
 
@@ -108,30 +124,39 @@ class TeamSettingsChanged(_Event):
     """A team admin changed the team's settings. ``sequence`` counts the team's changes."""
 
     type: Literal["team.settings.changed"]
+    schema_version: Literal[1] = Field(description="version of this event type's schema")
     actor_id: str = _Id
     memory_enabled: bool
     retention: RetentionSettings
 
 
-DomainEvent = MemoryEvent | UserErased | TeamSettingsChanged
+DomainEvent = MemoryEvent | MemoryUpdated | UserErased | TeamSettingsChanged
 
 #: the model of each event type
 MEMORY_EVENT_TYPES: tuple[MemoryEventType, ...] = get_args(MemoryEventType)
 MODELS: dict[str, type[_Event]] = {
     **dict.fromkeys(MEMORY_EVENT_TYPES, MemoryEvent),
+    "memory.updated": MemoryUpdated,
     "user.erased": UserErased,
     "team.settings.changed": TeamSettingsChanged,
 }
 EVENT_TYPES: tuple[str, ...] = tuple(MODELS)
 
 
+def schema_version(event_type: str) -> int:
+    """The schema version ``event_type``'s events are published in."""
+    annotation = MODELS[event_type].model_fields["schema_version"].annotation
+    (version,) = get_args(annotation)
+    return int(version)
+
+
 def json_schema(event_type: str) -> dict[str, Any]:
-    """The JSON schema of ``event_type``'s ``detail`` (version ``SCHEMA_VERSION``): the model's
+    """The JSON schema of ``event_type``'s ``detail`` (its ``schema_version``): the model's
     schema with ``type`` fixed to this event type."""
     schema: dict[str, Any] = _untitled(
         MODELS[event_type].model_json_schema(by_alias=True, mode="serialization")
     )
-    schema["title"] = f"{event_type} v{SCHEMA_VERSION}"
+    schema["title"] = f"{event_type} v{schema_version(event_type)}"
     schema["properties"]["type"] = {"const": event_type, "type": "string"}
     return schema
 
@@ -161,7 +186,7 @@ def parse_detail(detail: dict[str, Any]) -> DomainEvent:
     if event_type not in MODELS:
         raise ValueError(f"unknown event type {event_type!r}")
     event = MODELS[event_type].model_validate(detail)
-    assert isinstance(event, MemoryEvent | UserErased | TeamSettingsChanged)
+    assert isinstance(event, MemoryEvent | MemoryUpdated | UserErased | TeamSettingsChanged)
     return event
 
 
@@ -173,7 +198,7 @@ def schemas_markdown() -> str:
     parts = []
     for event_type, schema in json_schemas().items():
         parts.append(
-            f"### `{event_type}` (version {SCHEMA_VERSION})\n\n```json\n"
+            f"### `{event_type}` (version {schema_version(event_type)})\n\n```json\n"
             + json.dumps(schema, indent=2, ensure_ascii=False)
             + "\n```\n"
         )

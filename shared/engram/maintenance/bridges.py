@@ -141,4 +141,5 @@ class MemoryStoreMaintenance:
                 )
                 for row in list_all(tx, flt)
             ]
-            return sum(int(writes.delete(tx, r)) for r in rows if r.created_at <= cutoff)
+            doomed = [r for r in rows if r.created_at <= cutoff]
+            return sum(int(writes.delete(tx, r, erasing=True)) for r in doomed)

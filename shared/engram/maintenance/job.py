@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from pydantic import ValidationError
 
-from engram.clock import Clock
+from engram.clock import MS_PER_DAY, Clock
 from engram.extraction.drain import ExtractionConfig, ReceivedJob, process_batch
 from engram.extraction.models import Proposal, TranscriptJob
 from engram.extraction.ports import Extractor, ProposalSink, SinkOutcome
@@ -55,7 +56,7 @@ from engram.maintenance.ports import (
     TranscriptQueue,
 )
 from engram.maintenance.tasks import Stopped, TaskRun
-from engram.memories.ports import Embedder, EmbeddingBacklog
+from engram.memories.ports import Embedder, EmbeddingBacklog, HistoryRetention
 from engram.memories.reembed import reembed
 
 T = TypeVar("T")
@@ -99,6 +100,7 @@ class MaintenanceJob:
     insights: InsightsStore | None = None
     embeddings: EmbeddingBacklog | None = None
     embedder: Embedder | None = None
+    history: HistoryRetention | None = None
 
     # --- the run ------------------------------------------------------------------------------
     def run(self, *, remaining_ms: int | None = None) -> MaintenanceReport:
@@ -182,6 +184,11 @@ class MaintenanceJob:
             assert self.policies is not None
             cap = cfg.max_policies_per_run
             tasks.retention(run, self.memories, self.policies, state.retention, now_ms=now, cap=cap)
+            days = cfg.history_retention_days
+            if self.history is not None and days is not None:
+                ended = datetime.fromtimestamp((now - days * MS_PER_DAY) / 1000, UTC)
+                purged = self.history.purge_history(ended, cfg.max_versions_purged_per_run)
+                rep.add("versionsPurged", purged)
         elif name == "erasure":
             assert self.erasures is not None
             tasks.erasure(

@@ -64,6 +64,9 @@ class MaintenanceConfig(_Camel):
     insights_min_users: PositiveInt = 5
     max_insight_identities_per_run: PositiveInt = 50_000
     embedding_batch: Annotated[int, Field(ge=1, le=10_000)] = 200
+    #: memory versions kept after they stopped being current (None: until erasure)
+    history_retention_days: PositiveInt | None = 365
+    max_versions_purged_per_run: PositiveInt = 50_000
 
     @property
     def retention_ms(self) -> int:

@@ -21,3 +21,6 @@ class AccessContext:
     team_id: str
     user_id: str
     elevated: bool = False
+    #: where the request came from (``engram.memories.versions.is_surface``): what the
+    #: versions its writes record say
+    surface: str = "api"

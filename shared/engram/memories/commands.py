@@ -50,6 +50,8 @@ class Recall:
     query: str = ""
     max_results: int = limits.DEFAULT_RECALL_RESULTS
     persona_id: str | None = None
+    #: what was current then (epoch ms), not now
+    as_of_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

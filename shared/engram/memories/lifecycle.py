@@ -22,6 +22,7 @@ from typing import Literal
 
 from engram.errors import PreconditionFailed, QuotaExceeded
 from engram.memories.access import AccessContext
+from engram.memories.keys import canonical_key
 from engram.memories.models import (
     PROPOSAL_STATUSES,
     Memory,
@@ -83,10 +84,22 @@ def audit_row(
     )
 
 
-def suppression_digest(key: str, value: str) -> bytes:
-    """SHA-256 of a key and a value (length-prefixed, so no two pairs share a digest)."""
+def _digest(key: str, value: str) -> bytes:
     raw_key = key.encode()
     return hashlib.sha256(len(raw_key).to_bytes(4, "big") + raw_key + value.encode()).digest()
+
+
+def suppression_digest(key: str, value: str) -> bytes:
+    """SHA-256 of a key's canonical form (``engram.memories.keys``) and a value
+    (length-prefixed, so no two pairs share a digest): a refused value stays refused under
+    every spelling of its key."""
+    return _digest(canonical_key(key), value)
+
+
+def suppression_digests(key: str, value: str) -> list[bytes]:
+    """The digests that refuse ``key`` and ``value``: the canonical one, and the digest of the
+    key as spelt, which suppressions recorded before keys were canonical hold."""
+    return list(dict.fromkeys((suppression_digest(key, value), _digest(key, value))))
 
 
 # --- quotas ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from engram.memories.models import (
     Status,
     TeamSettings,
 )
+from engram.memories.versions import MemoryVersion, VersionPage
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,8 @@ class MemoryTx(Protocol):
         ...
 
     def lock_key(self, scope: Scope, owner_id: str, user_id: str | None, key: str) -> KeyRow | None:
-        """The key's one row (any status), locked until the transaction ends."""
+        """The key's one row (any status), whatever its spelling
+        (``engram.memories.keys.canonical_key``), locked until the transaction ends."""
         ...
 
     def list_memories(self, flt: MemoryFilter) -> MemoryPage:
@@ -141,7 +143,24 @@ class MemoryTx(Protocol):
         ...
 
     def suppressed(self, memory: NewMemory) -> bool:
-        """Whether a suppression holds ``memory``'s key and value."""
+        """Whether a suppression holds ``memory``'s key (however spelt) and value."""
+        ...
+
+    def version(self, memory_id: str, number: int | None) -> MemoryVersion | None:
+        """One recorded version of a memory (None: its latest), also once it is deleted."""
+        ...
+
+    def versions(self, memory_id: str, *, after: int, limit: int) -> VersionPage:
+        """The memory's recorded versions numbered above ``after``, oldest first."""
+        ...
+
+    def version_at(self, memory_id: str, at: datetime) -> MemoryVersion | None:
+        """The version of the memory current at ``at`` (None: none recorded then)."""
+        ...
+
+    def versions_current_at(self, request: RecallRequest, at: datetime) -> list[MemoryVersion]:
+        """The versions current at ``at`` of the memories ``request`` recalls from (its user's
+        and persona's scopes), whatever their status then."""
         ...
 
     def erased_since(self, user_id: str, since_ms: int) -> bool:
@@ -150,11 +169,12 @@ class MemoryTx(Protocol):
         ...
 
     # --- writes ---------------------------------------------------------------------------
-    def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
+    def save(self, memory: NewMemory) -> tuple[Memory, bool, bool] | None:
         """Write the key's row from ``memory`` (created, or the row's value, confidence,
-        status, provenance and embedding replaced; id and ``created_at`` stay) with its
-        ``memory.saved`` / ``memory.updated`` event, in one statement. ``None``, nothing
-        written, when the key's row is rejected. The row and whether it was created."""
+        status, provenance and embedding replaced; id, key and ``created_at`` stay) with its
+        ``memory.saved`` / ``memory.updated`` event, in one statement; a row that already
+        holds ``memory``'s value and status is left as it is. ``None``, nothing written, when
+        the key's row is rejected. The row, whether it was created and whether it changed."""
         ...
 
     def insert(self, memory: NewMemory) -> Memory | None:
@@ -173,6 +193,19 @@ class MemoryTx(Protocol):
 
     def remove(self, memory_id: str) -> Memory | None:
         """Hard-delete one row; the row as it was."""
+        ...
+
+    def revive(self, memory: Memory) -> Memory:
+        """Insert a deleted memory again, under its id, as ``memory`` (its key free)."""
+        ...
+
+    def forget_versions(self, memory_id: str) -> None:
+        """Delete every version of a memory (its user was erased)."""
+        ...
+
+    def record_version(self, version: MemoryVersion) -> None:
+        """Record the memory's next version; the one current until now stops being current
+        at ``version.valid_from``."""
         ...
 
     def publish(
@@ -205,16 +238,17 @@ class MemoryTx(Protocol):
 
     def erase_user(self, user_id: str) -> dict[str, int]:
         """Hard-delete the user and persona_user rows of ``user_id``, the persona rows learnt
-        from them, the audit rows about any of those and their suppressions; take their id off
-        the audit rows where they acted on what stays. Counts per scope (``user``,
-        ``persona_user``, ``persona``), ``review_actions`` and ``suppressions``."""
+        from them, their versions (also of such rows deleted before), the audit rows about any
+        of those and their suppressions; take their id off the audit rows and versions where
+        they acted on what stays. Counts per scope (``user``, ``persona_user``, ``persona``),
+        ``review_actions``, ``suppressions`` and ``versions``."""
         ...
 
     def apply_retention(
         self, *, archive_before: datetime, delete_archived_before: datetime
     ) -> dict[str, int]:
         """Archive active rows not updated since ``archive_before``; hard-delete archived
-        rows not updated since ``delete_archived_before``; an event for each."""
+        rows not updated since ``delete_archived_before``; an event and a version for each."""
         ...
 
 
@@ -282,6 +316,16 @@ class EmbeddingBacklog(Protocol):
         ...
 
 
+class HistoryRetention(Protocol):
+    """Memory versions across every team (the maintenance job's; PostgreSQL refuses it to a
+    request acting in a team)."""
+
+    def purge_history(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` versions that stopped being current before ``before``, and
+        the whole history of memories deleted before it; how many versions went."""
+        ...
+
+
 def list_all(tx: MemoryTx, flt: MemoryFilter) -> list[Memory]:
     """Every memory ``flt`` lists, all its pages (the service's own jobs and exports)."""
     rows: list[Memory] = []
@@ -299,6 +343,7 @@ __all__ = [
     "Embedder",
     "EmbeddingBacklog",
     "EmbeddingTask",
+    "HistoryRetention",
     "KeyRow",
     "MemoryChange",
     "MemoryTx",

@@ -15,6 +15,7 @@ def context_for(caller: Caller) -> AccessContext:
         team_id=caller.team_id,
         user_id=caller.user_id,
         elevated=caller.can_administer_team(caller.team_id),
+        surface=caller.surface,
     )
 
 

@@ -34,6 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from engram.memories.keys import canonical_key
 from engram.memories.models import SCOPE_PRIORITY, Memory, RecallTuning
 
 DEFAULT_TUNING = RecallTuning()
@@ -113,12 +114,13 @@ def unranked_key(memory: Memory) -> tuple[float, float, str]:
 
 
 def shadow(candidates: Iterable[Memory]) -> list[Memory]:
-    """Keep, for each key, only the row of the highest-priority scope."""
+    """Keep, for each key (however spelt), only the row of the highest-priority scope."""
     best: dict[str, Memory] = {}
     for m in candidates:
-        current = best.get(m.key)
+        key = canonical_key(m.key)
+        current = best.get(key)
         if current is None or SCOPE_PRIORITY[m.scope] > SCOPE_PRIORITY[current.scope]:
-            best[m.key] = m
+            best[key] = m
     return list(best.values())
 
 

@@ -10,7 +10,7 @@ from engram.identity import Caller
 from engram.memories import writes
 from engram.memories.commands import Approve, BulkReview, ListPending
 from engram.memories.core import MemoryCore
-from engram.memories.lifecycle import history_visible, last_known
+from engram.memories.history import MemoryHistories
 from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
 from engram.memories.ports import AccessContext, MemoryChange, MemoryTx
 from engram.memories.privacy import context_for
@@ -101,14 +101,6 @@ class ReviewPipeline:
         return writes.review(tx, proposed, decision, decided=self._core.decided(tx.ctx, action))
 
     def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
-        """The audit trail of one memory, oldest first, also after it was deleted. The owner
-        sees the history of their memories; team admins that of what they manage (proposals,
-        persona and persona_user memories), not a user's own ``user`` memory. ``NotFound``
-        for anything else."""
-        audit = AccessContext(team_id=caller.team_id, user_id=caller.user_id, elevated=True)
-        with self._core.uow(audit) as tx:
-            actions = tx.list_actions(memory_id)
-            subject = tx.get(memory_id) or last_known(actions, caller.team_id)
-        if subject is None or not history_visible(context_for(caller), subject):
-            raise NotFound("memory not found")
-        return actions
+        """The audit trail of one memory, oldest first, also after it was deleted
+        (``MemoryHistories.history``, who may read it included)."""
+        return MemoryHistories(self._core).history(caller, memory_id).actions

@@ -29,6 +29,7 @@ from engram.memories.commands import EditMemory, ListMemories, Recall, SaveMemor
 from engram.memories.core import MemoryCore
 from engram.memories.cursors import CursorSigner
 from engram.memories.hint import DEFAULT_MAX_CHARS, build_memory_hint
+from engram.memories.history import MemoryHistories
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -85,6 +86,7 @@ class MemoryService:
         self.review = ReviewPipeline(core)
         self.personas = PersonaAdministration(core)
         self.jobs = BackgroundJobs(core)
+        self.histories = MemoryHistories(core)
         self.tools = MemoryTools(self)
 
     def save(self, caller: Caller, command: SaveMemory) -> tuple[Memory, bool]:
@@ -122,24 +124,32 @@ class MemoryService:
         if len(personas) > 1:
             raise ValueError("recall_each: every command names the same persona")
         persona = next(iter(personas), None)
+        moments = {
+            c.as_of_ms: self.histories.moment(c.as_of_ms)
+            for c in commands
+            if c.as_of_ms is not None
+        }
         with core.uow(context_for(caller)) as tx:
             try:
                 core.access(caller, tx, persona)
             except (Forbidden, MemoryDisabled):
                 return [[] for _ in commands]  # off globally, for the team, or in this persona
-            return [
-                tx.recall(
-                    RecallRequest(
-                        team_id=caller.team_id,
-                        user_id=caller.user_id,
-                        persona_id=persona,
-                        query=command.query,
-                        limit=command.max_results,
-                        **core.query_embedding(command.query),
-                    )
+            found: list[list[Memory]] = []
+            for command in commands:
+                request = RecallRequest(
+                    team_id=caller.team_id,
+                    user_id=caller.user_id,
+                    persona_id=persona,
+                    query=command.query,
+                    limit=command.max_results,
                 )
-                for command in commands
-            ]
+                if command.as_of_ms is not None:
+                    at = moments[command.as_of_ms]
+                    found.append(self.histories.recall_as_of(tx, request, at))
+                else:
+                    embedded = core.query_embedding(command.query)
+                    found.append(tx.recall(request.model_copy(update=embedded)))
+            return found
 
     def build_hint(self, caller: Caller, persona_id: str | None = None) -> str:
         """The memory section of the system prompt (``""`` when there is nothing)."""
@@ -148,7 +158,10 @@ class MemoryService:
         return build_memory_hint(memories, cap)
 
     # --- one memory ------------------------------------------------------------------------
-    def get(self, caller: Caller, memory_id: str) -> Memory:
+    def get(self, caller: Caller, memory_id: str, *, as_of_ms: int | None = None) -> Memory:
+        """One memory; ``as_of_ms``: as it was then (``MemoryHistories.get_as_of``)."""
+        if as_of_ms is not None:
+            return self.histories.get_as_of(caller, memory_id, as_of_ms)
         with self.core.uow(context_for(caller)) as tx:
             return self.core.visible(caller, tx, tx.get(memory_id))
 

@@ -5,15 +5,37 @@ caller's ``with uow(ctx) as tx`` commits or rolls back as a whole."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engram.errors import Conflict
 from engram.events.models import SERVICE_ACTOR, MemoryEventType
 from engram.memories import rules
 from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, check_version
 from engram.memories.models import LIVE_STATUSES, Memory, NewMemory, Status
 from engram.memories.ports import MemoryChange, MemoryTx
+from engram.memories.versions import (
+    EXTRACTION,
+    MAINTENANCE,
+    Actor,
+    MemoryVersion,
+    actor_of,
+    is_new_version,
+    service_actor,
+    version_of,
+)
 
 #: how often a proposal decides again after a concurrent writer gave its key a row first
 _PROPOSAL_ATTEMPTS = 3
+
+
+def _versioned(tx: MemoryTx, before: Memory | None, after: Memory, actor: Actor) -> None:
+    """Record ``after`` as the memory's next version when it is one."""
+    if is_new_version(before, after):
+        tx.record_version(version_of(after, actor, tx.now))
+
+
+def _deleted(tx: MemoryTx, gone: Memory, actor: Actor) -> None:
+    tx.record_version(version_of(gone, actor, tx.now, deleted=True))
 
 
 def _drop(tx: MemoryTx, row: Memory) -> None:
@@ -21,6 +43,7 @@ def _drop(tx: MemoryTx, row: Memory) -> None:
     gone = tx.remove(row.id)
     if gone is not None:
         tx.publish("memory.deleted", gone, actor_id=SERVICE_ACTOR, cause="service", deleted=True)
+        _deleted(tx, gone, service_actor(tx.ctx))
 
 
 def save(tx: MemoryTx, memory: NewMemory, quotas: Quotas | None = None) -> tuple[Memory, bool]:
@@ -38,9 +61,11 @@ def save(tx: MemoryTx, memory: NewMemory, quotas: Quotas | None = None) -> tuple
         saved = tx.save(memory)
         if saved is None:
             raise Conflict("the memory's key changed while it was saved; try again")
-    row, created = saved
+    row, created, changed = saved
     if created and (refusal := rules.quota_refusal(subjects, used)) is not None:
         raise refusal
+    if changed:
+        tx.record_version(version_of(row, actor_of(tx.ctx, row), tx.now))
     return row, created
 
 
@@ -69,6 +94,7 @@ def propose(
         live = None if current is None or current.memory.status is Status.REJECTED else current
         if live is not None:
             row, created = tx.overwrite(live.memory, memory), False
+            _versioned(tx, live.memory, row, EXTRACTION)
         else:
             if rules.quota_refusal(subjects, used) is not None:
                 return None
@@ -79,6 +105,7 @@ def propose(
             if inserted is None:
                 continue  # a concurrent write gave the key a row: decide again on that row
             row, created = inserted, True
+            _versioned(tx, None, row, EXTRACTION)
         tx.publish("memory.proposed", row, actor_id=SERVICE_ACTOR, cause="extraction")
         return row, created
     return None
@@ -115,8 +142,9 @@ def edit(
     after = tx.change(row, change, edited=rules.marks_edit(change, by_person=by_person))
     if after is None:
         return None
-    actor = tx.ctx.user_id if by_person else SERVICE_ACTOR
-    tx.publish("memory.updated", after, actor_id=actor, cause="api" if by_person else "service")
+    actor = actor_of(tx.ctx, row) if by_person else MAINTENANCE
+    tx.publish("memory.updated", after, actor_id=actor.id, cause="api" if by_person else "service")
+    _versioned(tx, row, after, actor)
     if decided is not None:
         tx.audit(audit_row(decided, after.id, row, after))
     if rules.suppresses(row, after, by_person=by_person):
@@ -137,6 +165,7 @@ def review(tx: MemoryTx, row: Memory, decision: MemoryChange, *, decided: AuditS
         "memory.approved" if decision.status is Status.ACTIVE else "memory.rejected"
     )
     tx.publish(event, after, actor_id=tx.ctx.user_id, cause="review")
+    _versioned(tx, row, after, actor_of(tx.ctx, row))
     tx.audit(audit_row(decided, after.id, row, after))
     if rules.suppresses(row, after, by_person=True):
         tx.suppress(after)  # the value stays refused once a new value of the key replaces it
@@ -149,9 +178,11 @@ def delete(
     *,
     decided: AuditStamp | None = None,
     if_versions: frozenset[int] | None = None,
+    erasing: bool = False,
 ) -> bool:
     """Hard-delete the locked ``row``; ``decided``: a person's deletion, audited and
-    suppressed in the same transaction (retention and erasure pass none)."""
+    suppressed in the same transaction (retention and erasure pass none). ``erasing``: of an
+    erased user, so its history goes with it instead of recording the deletion."""
     check_version(row, if_versions)
     gone = tx.remove(row.id)
     if gone is None:
@@ -164,6 +195,10 @@ def delete(
         cause="api" if by_person else "service",
         deleted=True,
     )
+    if erasing:
+        tx.forget_versions(gone.id)
+    else:
+        _deleted(tx, gone, actor_of(tx.ctx, gone) if by_person else MAINTENANCE)
     if decided is not None:
         tx.audit(audit_row(decided, gone.id, gone, None))
     if rules.suppresses(gone, None, by_person=by_person):
@@ -171,4 +206,59 @@ def delete(
     return True
 
 
-__all__ = ["delete", "edit", "propose", "review", "save"]
+def restore(
+    tx: MemoryTx,
+    row: Memory | None,
+    target: MemoryVersion,
+    *,
+    decided: AuditStamp,
+    if_versions: frozenset[int] | None = None,
+    quotas: Quotas | None = None,
+    embedded: Callable[[Memory, MemoryChange], MemoryChange] | None = None,
+) -> Memory:
+    """Make ``target``'s key and value current as a new version: of the locked ``row``, or —
+    the memory deleted (``row`` None) — of the memory brought back, active, under its id
+    (embedded later, by the backlog). ``embedded`` gives the change its embedding.
+    ``Conflict`` when its key now names another memory."""
+    latest = tx.version(target.memory_id, None)
+    assert latest is not None, "target is one of the memory's versions"
+    if row is not None:
+        check_version(row, if_versions)
+        change = MemoryChange(key=target.key, value=target.value)
+        change = embedded(row, change) if embedded is not None else change
+        _move_key(tx, row, change)
+        after = tx.change(row, change, edited=True)
+        if after is None:
+            raise Conflict("the memory changed while it was restored; try again")
+        before: Memory | None = row
+    else:
+        check_version(latest.as_memory(), if_versions)
+        revived = latest.as_memory().model_copy(
+            update={
+                "key": target.key,
+                "value": target.value,
+                "status": Status.ACTIVE,
+                "version": latest.version + 1,
+            }
+        )
+        # the quota counters first, then the key's row: the order a save locks them in
+        subjects = quotas.subjects(NewMemory(**revived.internal_fields())) if quotas else []
+        used = tx.usage(subjects)
+        other = tx.lock_key(revived.scope, revived.owner_id, revived.user_id, revived.key)
+        if rules.key_taken(revived, other):
+            raise Conflict("a memory with this key already exists in this scope")
+        if (refusal := rules.quota_refusal(subjects, used)) is not None:
+            raise refusal
+        rejected = rules.gives_way(other)
+        if rejected is not None:
+            _drop(tx, rejected)
+        after = tx.revive(revived)
+        before = None
+    actor = actor_of(tx.ctx, after)
+    tx.publish("memory.restored", after, actor_id=actor.id, cause="api")
+    tx.record_version(version_of(after, actor, tx.now))
+    tx.audit(audit_row(decided, after.id, before, after))
+    return after
+
+
+__all__ = ["delete", "edit", "propose", "restore", "review", "save"]

@@ -53,6 +53,7 @@ class Erasure:
     persona_memories: int
     review_actions: int
     suppressions: int
+    memory_versions: int
 
 
 class MeService:
@@ -103,6 +104,7 @@ class MeService:
             persona_memories=int(memory_counts.get(Scope.PERSONA.value, 0)),
             review_actions=int(memory_counts.get("review_actions", 0)),
             suppressions=int(memory_counts.get("suppressions", 0)),
+            memory_versions=int(memory_counts.get("versions", 0)),
         )
 
     def _checkpoint(self, identity_id: str) -> int | None:

@@ -38,6 +38,7 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
     saved, _ = m.save(alice, SaveMemory(key=KEYS[0], value=VALUES[0]))
     m.save(alice, SaveMemory(key=KEYS[0], value=VALUES[4]))  # same key: an update
     m.update(alice, saved.id, EditMemory(value=VALUES[1]))
+    m.histories.restore(alice, saved.id, 1)  # the first value again, as version 4
     approved = m.jobs.propose("acme", "alice", None, KEYS[1], VALUES[1], 0.8, "conv-1")
     rejected = m.jobs.propose("acme", "alice", None, KEYS[2], VALUES[2], 0.8, "conv-1")
     assert approved is not None
@@ -85,8 +86,12 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
         ("memory.saved", 1, "api"),
         ("memory.updated", 2, "api"),
         ("memory.updated", 3, "api"),
-        ("memory.updated", 4, "service"),  # archived by retention
+        ("memory.restored", 4, "api"),
+        ("memory.updated", 5, "service"),  # archived by retention
     ]
+    # an update says which version it made (schema version 2)
+    updates = [d for d in _of(delivered, "memoryId", saved.id) if d["type"] == "memory.updated"]
+    assert [(d["schemaVersion"], d["version"]) for d in updates] == [(2, 2), (2, 3), (2, 5)]
     assert [(d["type"], d["actorId"]) for d in _of(delivered, "memoryId", approved.id)] == [
         ("memory.proposed", "engram-system"),
         ("memory.approved", "root"),

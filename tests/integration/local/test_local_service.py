@@ -109,7 +109,7 @@ class Backend:
     def recall(self, event: dict[str, Any]) -> dict[str, Any]:
         caller_from_event(event, self.settings)
         q = MemoryRecallQuery.model_validate(event.get("queryStringParameters") or {})
-        return respond(200, {"memories": [q.model_dump(by_alias=True)]})
+        return respond(200, {"memories": [q.model_dump(by_alias=True, exclude_none=True)]})
 
     def get_memory(self, event: dict[str, Any]) -> dict[str, Any]:
         caller_from_event(event, self.settings)

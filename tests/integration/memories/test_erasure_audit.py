@@ -5,9 +5,11 @@ on memories that stay keep their copies but lose the actor's id."""
 from __future__ import annotations
 
 import psycopg
+import pytest
 from tests.integration.memories.conftest import Backend
 from tests.support import memory_rows
 
+from engram.errors import NotFound
 from engram.identity import Caller
 from engram.maintenance.bridges import MemoryStoreMaintenance
 from engram.memories.commands import Approve, EditMemory, SaveMemory
@@ -99,3 +101,8 @@ def test_the_erasure_backstop_purges_what_was_learnt_before_the_erasure(backend:
     assert purged == 2
     left = {m.key for m in svc.review.list_pending(ROOT).memories}
     assert left == {"faq2", "faq3"}
+    # no version of what was purged keeps its text
+    for gone in (early, own):
+        with pytest.raises(NotFound):  # no row, no version, no audit row
+            svc.histories.history(ROOT, gone.id)
+    assert len(svc.histories.history(ROOT, later.id).page.versions) == 1

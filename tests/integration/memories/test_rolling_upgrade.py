@@ -28,6 +28,8 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.clock import FakeClock
 from engram.identity import Caller
+from engram.memories.commands import SaveMemory
+from engram.memories.keys import canonical_key
 from engram.memories.ports import AccessContext
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -113,6 +115,42 @@ _DROP_REJECTED_0015 = (
     " AND m.key = %(key)s AND m.status = 'rejected' AND m.value IS DISTINCT FROM %(value)s"
     " RETURNING id"
 )
+#: the release of 0016 saved (its event in the same statement, left out here: it writes no
+#: memories), created a key's row when proposing, and renamed a key, all by exact key
+_SAVE_0016 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding,"
+    " embedding_model, embedding_dims, created_at, updated_at) VALUES (%(id)s,"
+    " %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(value)s, %(channel)s,"
+    " %(source)s, %(confidence)s, %(status)s, %(embedding)s::vector,"
+    " %(embedding_model)s, %(embedding_dims)s, %(now)s, %(now)s)"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO UPDATE"
+    " SET value = EXCLUDED.value, confidence = EXCLUDED.confidence,"
+    " status = EXCLUDED.status, source_channel_id = EXCLUDED.source_channel_id,"
+    " source_user_id = EXCLUDED.source_user_id, embedding = EXCLUDED.embedding,"
+    " embedding_model = EXCLUDED.embedding_model,"
+    " embedding_dims = EXCLUDED.embedding_dims,"
+    " updated_at = GREATEST(EXCLUDED.updated_at, m.updated_at) WHERE m.status <> 'rejected'"
+    " RETURNING id, (xmax = 0) AS created"
+)
+_INSERT_0016 = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
+    " source_channel_id, source_user_id, confidence, status, embedding, embedding_model,"
+    " embedding_dims, created_at, updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s,"
+    " %(user)s, %(key)s, %(value)s, %(channel)s, %(source)s, %(confidence)s, 'pending_review',"
+    " %(embedding)s::vector, %(embedding_model)s, %(embedding_dims)s, %(now)s, %(now)s)"
+    " ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key) DO NOTHING"
+    " RETURNING id"
+)
+_RENAME_0016 = (
+    "UPDATE memories AS m SET key = upper(%(key)s) || ' Renamed', edited_at = %(now)s"
+    " WHERE m.id = %(id)s AND m.team_id = %(team)s RETURNING id"
+)
+_RENAME_BACK_0016 = (
+    "UPDATE memories AS m SET key = %(key)s, edited_at = %(now)s"
+    " WHERE m.id = %(id)s AND m.team_id = %(team)s RETURNING id"
+)
+
 _REVIEW_BEFORE_0007 = (
     "UPDATE memories SET status = %(status)s, updated_at = %(now)s"
     " WHERE id = %(id)s AND team_id = %(team)s RETURNING id"
@@ -142,6 +180,16 @@ PREVIOUS_RELEASES: dict[str, list[str]] = {
         _PROPOSE_0015,
         _DROP_REJECTED_0015,
         _PROPOSE_0015,
+        _DELETE_BEFORE_0007,
+    ],
+    # 0017/0018 made a key's identity its canonical form: the release before writes exact keys
+    "0016": [
+        _DROP_REJECTED_0015,
+        _INSERT_0016,
+        _SAVE_0016,
+        _RENAME_0016,
+        _RENAME_BACK_0016,
+        _SAVE_0016,
         _DELETE_BEFORE_0007,
     ],
 }
@@ -210,6 +258,14 @@ def test_a_previous_releases_writes_run_on_the_migrated_schema(
             rows = _run(db, sql, id=row_id, key=key, value=f"v{n}", status="archived")
             if sql.lstrip().startswith("INSERT INTO memories") and rows:
                 row_id = rows[0]["id"]  # the key's row, whichever statement made it
+            # what it wrote has the identity the new code finds it by
+            if sql in (_INSERT_0016, _RENAME_0016, _RENAME_BACK_0016):
+                with psycopg.connect(migrated[0]) as conn:
+                    canon = conn.execute(
+                        "SELECT key, key_canonical FROM memories WHERE id = %s", (row_id,)
+                    ).fetchone()
+                assert canon is not None
+                assert canon[1] == canonical_key(canon[0])
     with psycopg.connect(migrated[0]) as conn:
         left = conn.execute("SELECT key FROM memories ORDER BY key").fetchall()
         assert conn.execute(USAGE).fetchall() == conn.execute(RECOUNT).fetchall()
@@ -280,3 +336,97 @@ def test_a_run_is_applied_whole_or_not_at_all(
     assert tables == (None,)  # 0007 did not stay applied either
     applied = migrate.apply_migrations(database_url, embedding_dimensions=DIMS)
     assert applied == [f"{m.version:04d}_{m.name}" for m in shipped if m.version > 6]
+
+
+def test_0018_merges_the_spellings_of_one_key_keeping_every_value(
+    each_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database at 0016 may hold one memory under several spellings of its key: 0018 keeps
+    the newest value current and the others as its earlier versions, records each merge,
+    moves their audit rows, and suppresses a rejected value under every spelling."""
+    _migrate(each_database_url, up_to=16, monkeypatch=monkeypatch)
+    spellings = [
+        ("favourite editor", "vim", "2026-01-01T00:00:00Z"),
+        ("favourite_editor", "emacs", "2026-01-02T00:00:00Z"),
+        ("Favourite-Editor", "helix", "2026-01-03T00:00:00Z"),
+        ("ＦＡＶＯＵＲＩＴＥ EDITOR", "zed", "2026-01-04T00:00:00Z"),
+    ]
+    with psycopg.connect(each_database_url) as conn:
+        ids = [_raw_memory(conn, k, v, "active", at) for k, v, at in spellings]
+        alone = _raw_memory(conn, "city", "Lyon", "active", "2026-01-01T00:00:00Z")
+        _raw_memory(conn, "Home Town", "Leeds", "rejected", "2026-01-01T00:00:00Z")
+        conn.execute(
+            "INSERT INTO review_actions (id, team_id, memory_id, actor_id, action, at)"
+            " VALUES (%s, 'acme', %s, 'alice', 'update', now())",
+            (uuid.uuid4(), ids[0]),
+        )
+        counters = conn.execute(USAGE).fetchall()
+    assert counters  # four rows under one key count four times before the merge
+    _migrate(each_database_url, monkeypatch=monkeypatch)
+    with psycopg.connect(each_database_url) as conn:
+        rows = conn.execute(
+            "SELECT id::text, key, value, version FROM memories WHERE key_canonical ="
+            " 'favourite editor'"
+        ).fetchall()
+        versions = conn.execute(
+            "SELECT version, key, value, actor_kind, surface, valid_to IS NULL FROM"
+            " memory_versions WHERE memory_id = %s ORDER BY version",
+            (ids[-1],),
+        ).fetchall()
+        moved = conn.execute(
+            "SELECT action FROM review_actions WHERE memory_id = %s ORDER BY seq", (ids[-1],)
+        ).fetchall()
+        seeded = conn.execute(
+            "SELECT version, value FROM memory_versions WHERE memory_id = %s", (alone,)
+        ).fetchall()
+        assert conn.execute(USAGE).fetchall() == conn.execute(RECOUNT).fetchall()
+        unique = conn.execute(
+            "SELECT indisunique FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE c.relname = 'memories_key'"
+        ).fetchone()
+    assert rows == [(ids[-1], "ＦＡＶＯＵＲＩＴＥ EDITOR", "zed", 4)]
+    assert versions == [
+        (1, "favourite editor", "vim", "maintenance", "maintenance", False),
+        (2, "favourite_editor", "emacs", "maintenance", "maintenance", False),
+        (3, "Favourite-Editor", "helix", "maintenance", "maintenance", False),
+        (4, "ＦＡＶＯＵＲＩＴＥ EDITOR", "zed", "maintenance", "maintenance", True),
+    ]
+    assert moved == [("update",), ("merge",), ("merge",), ("merge",)]
+    assert seeded == [(1, "Lyon")]  # history starts at the state it had
+    assert unique == (True,)
+    db = Database(each_database_url, max_size=2, connect_timeout_s=3, statement_timeout_ms=5000)
+    try:
+        svc = _service(db)
+        caller = Caller(user_id="alice", team_id="acme")
+        assert svc.histories.history(caller, ids[-1]).page.recorded_from == 1
+        for spelling in ("home_town", "HOME-TOWN"):
+            assert svc.jobs.propose("acme", "alice", None, spelling, "Leeds", 0.8, "c9") is None
+        again = svc.save(caller, SaveMemory(key="favourite editor", value="nano"))
+        assert (again[0].id, again[1], again[0].version) == (ids[-1], False, 5)
+    finally:
+        db.close()
+
+
+def test_the_databases_key_rule_agrees_with_the_services(
+    migrated: tuple[str, Database],
+) -> None:
+    """What the previous release writes during a deploy gets its identity from the database's
+    statement of the rule: the service's own, except where case folding and lower-casing
+    differ (``ß``)."""
+    keys = [
+        "favourite editor",
+        "favourite_editor",
+        "Favourite-Editor",
+        "ＦＡＶＯＵＲＩＴＥ EDITOR",
+        "  spaced\tout\n key ",
+        "«quoted»",
+        "e-mail address!",
+        "C++ version",
+        "café au lait",
+    ]
+    with psycopg.connect(migrated[0]) as conn:
+        found = [
+            conn.execute("SELECT engram_key_canonical(%s)", (k,)).fetchone()[0]  # type: ignore[index]
+            for k in keys
+        ]
+    assert found == [canonical_key(k) for k in keys]

@@ -342,6 +342,7 @@ def test_export_and_erase_cover_only_the_callers_rows(backend: Backend) -> None:
         "persona": 0,
         "review_actions": 0,
         "suppressions": 0,
+        "versions": 2,
     }
     assert svc.export(ALICE) == {"memories": []}
     assert values(svc.recall(BOB, Recall())) == ["bob row"]

@@ -462,6 +462,7 @@ def test_erase_user_removes_user_and_persona_user_rows_only(backend: Backend) ->
         "persona": 0,
         "review_actions": 0,
         "suppressions": 0,
+        "versions": 3,  # one each: the rows were created once
     }
     assert sorted(recall(backend, ALICE, persona="chef", limit=50)) == [
         "kitchen open 9-5",

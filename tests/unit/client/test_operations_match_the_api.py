@@ -36,6 +36,8 @@ CALLS: list[Call[Any]] = [
     _calls.delete_memory("m1"),
     _calls.archive_memory("m1"),
     _calls.memory_history("m1"),
+    _calls.memory_versions("m1"),
+    _calls.restore_memory("m1", 1),
     _calls.tools(),
     _calls.execute_tool("memory_save", {}),
     _calls.provider_tools("anthropic"),

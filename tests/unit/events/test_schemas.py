@@ -45,13 +45,18 @@ def test_every_schema_is_closed_versioned_and_free_of_keys_and_values() -> None:
             "memory.proposed",
             "memory.approved",
             "memory.rejected",
+            "memory.restored",
             "user.erased",
             "team.settings.changed",
         ]
     )
     for name, schema in schemas.items():
         assert schema["properties"]["type"] == {"const": name, "type": "string"}
-        assert schema["properties"]["schemaVersion"]["const"] == 1
+        # memory.updated carries the memory's version since its version 2
+        assert schema["properties"]["schemaVersion"]["const"] == (
+            2 if name == "memory.updated" else 1
+        )
+        assert ("version" in schema["properties"]) is (name == "memory.updated")
         for obj in objects(schema):
             assert obj["additionalProperties"] is False, name
         assert not {"key", "value"} & set(schema["properties"]), name

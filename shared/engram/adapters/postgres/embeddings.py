@@ -12,7 +12,7 @@ from engram.adapters.postgres.rows import as_uuid, vector_literal
 from engram.memories.ports import AccessContext, EmbeddingTask
 
 #: The maintenance job's cross-team calls act in no team (the functions refuse a tenant).
-_NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
+NO_TEAM = AccessContext(team_id="", user_id="engram-maintenance", elevated=False)
 
 
 class PostgresEmbeddingBacklog:
@@ -21,7 +21,7 @@ class PostgresEmbeddingBacklog:
     _db: Database
 
     def unembedded(self, model_id: str, limit: int) -> list[EmbeddingTask]:
-        with self._db.tenant(_NO_TEAM) as conn:
+        with self._db.tenant(NO_TEAM) as conn:
             rows = conn.execute(
                 "SELECT id, team_id, key, value FROM engram_embedding_backlog(%s, %s)",
                 (model_id, limit),
@@ -33,7 +33,7 @@ class PostgresEmbeddingBacklog:
     ) -> int:
         """In one transaction; a row edited since it was read keeps its own save's vector."""
         stored = 0
-        with self._db.tenant(_NO_TEAM) as conn:
+        with self._db.tenant(NO_TEAM) as conn:
             for task, vector in done:
                 row = conn.execute(
                     "SELECT engram_set_embedding(%s, %s, %s, %s, %s::vector)",

@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
 from engram.errors import Conflict
+from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import QuotaSubject, suppression_digest
 from engram.memories.models import ERASED_ACTOR, Memory, ReviewAction, Scope
 from engram.memories.ports import MemoryChange
@@ -30,9 +31,10 @@ from engram.memories.ports import MemoryChange
 #: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
 QUOTA_LOCK_CLASS = 0x454E47
 
-#: the dedup index's arbiter: a key's one row (migration 0010). The previous release's upserts
-#: name the same columns, so the index covers every row (see docs/deployment.md)
-ON_KEY = "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key)"
+#: the arbiter of a key's one row, however it is spelt (``memories_key``, migration 0018);
+#: the previous release's upserts name ``memories_dedup`` (exact keys), which stays beside it
+#: for them (see docs/deployment.md)
+ON_KEY = "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key_canonical)"
 
 
 def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:
@@ -66,6 +68,9 @@ def change_row(
     if by_person:
         sets.append("edited_at = %s")
         params.append(now)
+    if change.key is not None:
+        sets.append("key_canonical = %s")
+        params.append(canonical_key(change.key))
     for column, val in (
         ("key", change.key),
         ("value", change.value),
@@ -129,14 +134,31 @@ def insert_suppression(cur: Cursor[Any], memory: Memory, at: datetime) -> None:
     )
 
 
+def _erase_versions(cur: Cursor[Any], team_id: str, user_id: str, ids: list[Any]) -> int:
+    """The versions of the erased rows ``ids`` and of every memory about ``user_id`` (also
+    deleted ones); the user's id off the versions they wrote of what stays."""
+    cur.execute(
+        "DELETE FROM memory_versions WHERE team_id = %(team)s AND (memory_id = ANY(%(ids)s::uuid[])"
+        " OR (scope = 'user' AND owner_id = %(user)s)"
+        " OR (scope = 'persona_user' AND user_id = %(user)s) OR source_user_id = %(user)s)",
+        {"team": team_id, "user": user_id, "ids": ids},
+    )
+    erased = cur.rowcount
+    cur.execute(
+        "UPDATE memory_versions SET actor_id = %s WHERE team_id = %s AND actor_id = %s",
+        (ERASED_ACTOR, team_id, user_id),
+    )
+    return erased
+
+
 def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
     """Everything of ``user_id`` in the memory tables, in the caller's transaction: their
     ``user`` and ``persona_user`` rows (under their own row-level security), then — as an
     admin of the team — the ``persona`` rows learnt from them, the audit rows about any of
     those (recognised by ``about_user_id``, the ids just deleted, or, for rows written before
-    migration 0007, the before/after copies), the suppressions, and their (empty) usage
-    counter.
-    Audit rows where they acted on memories that stay lose the actor id."""
+    migration 0007, the before/after copies), the suppressions, the versions of those rows and
+    of any about them, and their (empty) usage counter. Audit rows and versions where they
+    acted on memories that stay lose the actor id."""
     counts = {s.value: 0 for s in Scope}
     cur.execute(
         "DELETE FROM memories WHERE team_id = %s AND ((scope = 'user' AND owner_id = %s)"
@@ -175,9 +197,15 @@ def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
         {"team": team_id, "user": user_id},
     )
     suppressions = cur.rowcount
+    versions = _erase_versions(cur, team_id, user_id, [row["id"] for row in deleted])
     cur.execute(
         "DELETE FROM memory_usage WHERE team_id = %s AND kind = 'user' AND subject = %s"
         " AND used = 0",
         (team_id, user_id),
     )
-    return {**counts, "review_actions": audit, "suppressions": suppressions}
+    return {
+        **counts,
+        "review_actions": audit,
+        "suppressions": suppressions,
+        "versions": versions,
+    }

@@ -34,12 +34,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import psycopg
 
-from engram.adapters.postgres import pgvector
+from engram.adapters.postgres import key_merge, pgvector
 from engram.adapters.postgres.login_role import ensure_login_role
 from engram.settings import Settings, get_settings
 
@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS engram_migrations (
   applied_at  timestamptz NOT NULL DEFAULT now()
 )
 """
+
+
+#: Python run in a migration's transaction just before its SQL, by version: what SQL cannot
+#: state the way the service does (the key rule of 0018)
+PYTHON_STEPS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {
+    18: key_merge.merge_keys,
+}
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,9 @@ def apply_migrations(
             pending = [m for m in load_migrations() if m.version not in done]
             with conn.transaction():  # the whole run or nothing (see the module docstring)
                 for migration in pending:
+                    step = PYTHON_STEPS.get(migration.version)
+                    if step is not None:
+                        step(conn)
                     conn.execute(migration.render(embedding_dimensions).encode())
                     conn.execute(
                         "INSERT INTO engram_migrations (version, name, checksum, parameters) "

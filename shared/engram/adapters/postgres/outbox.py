@@ -21,14 +21,15 @@ from psycopg.types.json import Jsonb
 
 from engram.adapters.postgres.pool import Database
 from engram.events.models import (
-    SCHEMA_VERSION,
     Cause,
     DomainEvent,
     MemoryEvent,
     MemoryEventType,
+    MemoryUpdated,
     RetentionSettings,
     TeamSettingsChanged,
     UserErased,
+    schema_version,
 )
 from engram.events.ports import OutboxEntry, OutboxStats
 from engram.memories.models import Memory, NewMemory, TeamSettings
@@ -84,10 +85,10 @@ def _insert(cur: Cursor[Any], aggregate_id: str, event: DomainEvent, at: datetim
     )
 
 
-def _common(team_id: str, at: datetime) -> dict[str, Any]:
+def _common(event_type: str, team_id: str, at: datetime) -> dict[str, Any]:
     return {
         "event_id": str(uuid.uuid4()),
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schema_version(event_type),
         "occurred_at": at,
         "team_id": team_id,
         "sequence": _UNNUMBERED,
@@ -103,18 +104,22 @@ def _memory_event(
     cause: Cause,
     at: datetime,
     deleted: bool = False,
-) -> MemoryEvent:
-    return MemoryEvent(
-        **_common(memory.team_id, at),
-        type=event_type,
-        memory_id=memory_id,
-        scope=memory.scope.value,
-        owner_id=memory.owner_id,
-        user_id=memory.user_id,
-        status=None if deleted else memory.status.value,
-        actor_id=actor_id,
-        cause=cause,
-    )
+) -> MemoryEvent | MemoryUpdated:
+    fields: dict[str, Any] = {
+        **_common(event_type, memory.team_id, at),
+        "type": event_type,
+        "memory_id": memory_id,
+        "scope": memory.scope.value,
+        "owner_id": memory.owner_id,
+        "user_id": memory.user_id,
+        "status": None if deleted else memory.status.value,
+        "actor_id": actor_id,
+        "cause": cause,
+    }
+    if event_type == "memory.updated":
+        assert isinstance(memory, Memory), "an update is of a stored memory"
+        return MemoryUpdated(**fields, version=memory.version)
+    return MemoryEvent(**fields)
 
 
 def append_memory_event(
@@ -134,10 +139,11 @@ def append_memory_event(
     _insert(cur, f"memory:{memory.id}", event, at)
 
 
-#: The event of the row a statement's CTE ``saved`` wrote (its ``id``, ``team_id`` and
-#: ``created``), appended by the same statement: ``memory.saved`` when the row was created,
-#: else ``memory.updated``. Its aggregate's next number and outbox row as in ``_APPEND_SQL``;
-#: the row's id, the type and the number replace the detail's placeholders.
+#: The event of the row a statement's CTE ``saved`` wrote (its ``id``, ``team_id``,
+#: ``version`` and ``created``), appended by the same statement: ``memory.saved`` when the
+#: row was created, else ``memory.updated`` (its schema version, with the row's version).
+#: Its aggregate's next number and outbox row as in ``_APPEND_SQL``; the row's id, the type
+#: and the number replace the detail's placeholders.
 SAVED_EVENT_CTES = (
     "saved_type AS (SELECT CASE WHEN created THEN %(ev_created)s ELSE %(ev_updated)s END"
     " AS event_type FROM saved),"
@@ -148,7 +154,9 @@ SAVED_EVENT_CTES = (
     " event_type, detail, created_at, next_attempt_at) SELECT %(ev_id)s, saved.team_id,"
     " q.aggregate_id, q.last_seq, t.event_type, %(ev_detail)s::jsonb || jsonb_build_object("
     " %(ev_id_field)s::text, saved.id::text, %(ev_type_field)s::text, t.event_type,"
-    " %(ev_seq_field)s::text, q.last_seq), %(ev_at)s, %(ev_at)s"
+    " %(ev_seq_field)s::text, q.last_seq) || CASE WHEN saved.created THEN '{}'::jsonb"
+    " ELSE jsonb_build_object(%(ev_schema_field)s::text, %(ev_updated_schema)s::int,"
+    " %(ev_version_field)s::text, saved.version) END, %(ev_at)s, %(ev_at)s"
     " FROM saved, saved_seq q, saved_type t)"
 )
 
@@ -169,6 +177,9 @@ def saved_event_params(
         "ev_id_field": _field("memory_id"),
         "ev_type_field": _field("type"),
         "ev_seq_field": _SEQUENCE_FIELD,
+        "ev_schema_field": _field("schema_version"),
+        "ev_updated_schema": schema_version("memory.updated"),
+        "ev_version_field": MemoryUpdated.model_fields["version"].alias or "version",
         "ev_at": at,
     }
 
@@ -182,7 +193,9 @@ def user_aggregate(team_id: str, user_id: str) -> str:
 
 def append_user_erased(cur: Cursor[Any], team_id: str, user_id: str, at: datetime) -> None:
     aggregate = user_aggregate(team_id, user_id)
-    event = UserErased(**_common(team_id, at), type="user.erased", user_id=user_id, erased_at=at)
+    event = UserErased(
+        **_common("user.erased", team_id, at), type="user.erased", user_id=user_id, erased_at=at
+    )
     _insert(cur, aggregate, event, at)
 
 
@@ -190,7 +203,7 @@ def append_team_settings_changed(
     cur: Cursor[Any], ctx: AccessContext, settings: TeamSettings, at: datetime
 ) -> None:
     event = TeamSettingsChanged(
-        **_common(ctx.team_id, at),
+        **_common("team.settings.changed", ctx.team_id, at),
         type="team.settings.changed",
         actor_id=ctx.user_id,
         memory_enabled=settings.memory_enabled,

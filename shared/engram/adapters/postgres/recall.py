@@ -30,15 +30,18 @@ _PERSONA_SCOPES = (
     " OR (m.scope = 'persona_user' AND m.owner_id = %(persona)s"
     " AND m.user_id = %(user)s))"
 )
-#: A key visible in a higher scope hides the lower rows of the same key. Each ``NOT IN`` reads
+#: A key visible in a higher scope hides the lower rows of the same key, however each is spelt
+#: (``key_canonical``; keys are never NULL there since migration 0018). Each ``NOT IN`` reads
 #: the higher scope's active keys once and hashes them (keys are never NULL, so it means ``NOT
 #: EXISTS``), instead of probing once per candidate row.
 _SHADOWED = (
-    " AND (m.scope = 'persona_user' OR m.key NOT IN (SELECT h.key FROM memories h"
+    " AND (m.scope = 'persona_user' OR m.key_canonical NOT IN (SELECT h.key_canonical"
+    " FROM memories h"
     " WHERE h.team_id = %(team)s AND h.scope = 'persona_user'"
     " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = %(user)s"
     " AND h.status = 'active'))"
-    " AND (m.scope <> 'user' OR m.key NOT IN (SELECT h.key FROM memories h"
+    " AND (m.scope <> 'user' OR m.key_canonical NOT IN (SELECT h.key_canonical"
+    " FROM memories h"
     " WHERE h.team_id = %(team)s AND h.scope = 'persona'"
     " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = ''"
     " AND h.status = 'active'))"
@@ -67,11 +70,18 @@ def recall_params(request: RecallRequest) -> dict[str, Any]:
     }
 
 
+def recalled_scopes(request: RecallRequest) -> str:
+    """The condition on ``m`` (a memory, or a version of one) of the scopes a recall reads:
+    the user's own, and with a persona its ``persona`` rows and the user's ``persona_user``
+    rows of it."""
+    return _USER_SCOPE if request.persona_id is None else _PERSONA_SCOPES
+
+
 def visible_rows(request: RecallRequest) -> str:
     """The condition on ``memories m`` of the caller's active, unshadowed rows."""
-    if request.persona_id is None:
-        return f"m.team_id = %(team)s AND m.status = 'active' AND {_USER_SCOPE}"
-    return f"m.team_id = %(team)s AND m.status = 'active' AND {_PERSONA_SCOPES}{_SHADOWED}"
+    scopes = recalled_scopes(request)
+    shadowed = "" if request.persona_id is None else _SHADOWED
+    return f"m.team_id = %(team)s AND m.status = 'active' AND {scopes}{shadowed}"
 
 
 def keyword_list(visible: str, *, score_fusion: bool) -> tuple[str, str]:

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 
 from psycopg.rows import dict_row
 
-from engram.adapters.postgres.embeddings import PostgresEmbeddingBacklog
+from engram.adapters.postgres.embeddings import NO_TEAM, PostgresEmbeddingBacklog
 from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.tx import PostgresTx
 from engram.clock import Clock, SystemClock
-from engram.memories.ports import AccessContext, MemoryTx, UnitOfWork
+from engram.memories.ports import AccessContext, HistoryRetention, MemoryTx, UnitOfWork
 
 
-class PostgresMemoryStore(PostgresEmbeddingBacklog, UnitOfWork):
+class PostgresMemoryStore(PostgresEmbeddingBacklog, UnitOfWork, HistoryRetention):
     """Memories, personas, team settings, review actions and the outbox of one database."""
 
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
@@ -34,3 +34,8 @@ class PostgresMemoryStore(PostgresEmbeddingBacklog, UnitOfWork):
         now = datetime.fromtimestamp(self._clock.now_ms() / 1000, UTC)
         with self._db.tenant(ctx) as conn, conn.cursor(row_factory=dict_row) as cur:
             yield PostgresTx(cur, ctx, now)
+
+    def purge_history(self, before: datetime, limit: int) -> int:
+        with self._db.tenant(NO_TEAM) as conn:
+            row = conn.execute("SELECT engram_purge_history(%s, %s)", (before, limit)).fetchone()
+        return int(row[0]) if row else 0

@@ -14,7 +14,7 @@ from typing import Any
 from psycopg import Cursor
 
 from engram.adapters.inmemory_rows import decode_cursor, encode_cursor
-from engram.adapters.postgres import erasures, personas, saving
+from engram.adapters.postgres import erasures, personas, saving, versions
 from engram.adapters.postgres.lifecycle import (
     ON_KEY,
     change_row,
@@ -27,9 +27,10 @@ from engram.adapters.postgres.outbox import append_memory_event
 from engram.adapters.postgres.recall import recall_sql
 from engram.adapters.postgres.rows import COLUMNS, action_from_row, as_uuid, memory_from_row
 from engram.adapters.postgres.rows import vector_literal as _vector
-from engram.errors import InvalidInput
+from engram.errors import Conflict, InvalidInput
 from engram.events.models import SERVICE_ACTOR, Cause, MemoryEventType
-from engram.memories.lifecycle import QuotaSubject, suppression_digest
+from engram.memories.keys import canonical_key
+from engram.memories.lifecycle import QuotaSubject, suppression_digests
 from engram.memories.models import (
     Memory,
     MemoryFilter,
@@ -39,17 +40,20 @@ from engram.memories.models import (
     RecallRequest,
     ReviewAction,
     Scope,
+    Status,
     TeamSettings,
 )
 from engram.memories.ports import AccessContext, KeyRow, MemoryChange, MemoryTx, Switches
+from engram.memories.versions import MAINTENANCE, MemoryVersion, VersionPage, version_of
 
-_INSERT = (
-    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, value,"
-    " source_channel_id, source_user_id, confidence, status, embedding, embedding_model,"
-    " embedding_dims, created_at, updated_at) VALUES (%(id)s, %(team)s, %(scope)s, %(owner)s,"
-    " %(user)s, %(key)s, %(value)s, %(channel)s, %(source)s, %(confidence)s, %(status)s,"
-    " %(embedding)s::vector, %(embedding_model)s, %(embedding_dims)s, %(now)s, %(now)s)"
-    f" {ON_KEY} DO NOTHING RETURNING {COLUMNS}"
+_INSERT = f"{saving.INSERT_ROW} {ON_KEY} DO NOTHING RETURNING {COLUMNS}"
+#: a deleted memory back under its id and version (restore)
+_REVIVE = (
+    "INSERT INTO memories AS m (id, team_id, scope, owner_id, user_id, key, key_canonical,"
+    " value, source_user_id, confidence, status, created_at, updated_at, version) VALUES"
+    " (%(id)s, %(team)s, %(scope)s, %(owner)s, %(user)s, %(key)s, %(canonical)s, %(value)s,"
+    f" %(source)s, 1.0, %(status)s, %(created)s, %(now)s, %(version)s) {ON_KEY} DO NOTHING"
+    f" RETURNING {COLUMNS}"
 )
 _OVERWRITE = (
     "UPDATE memories AS m SET value = %(value)s, confidence = %(confidence)s,"
@@ -69,6 +73,7 @@ def row_values(memory: NewMemory, now: datetime) -> dict[str, Any]:
         "owner": memory.owner_id,
         "user": memory.user_id,
         "key": memory.key,
+        "canonical": canonical_key(memory.key),
         "value": memory.value,
         "channel": memory.source_channel_id,
         "source": memory.source_user_id,
@@ -189,8 +194,8 @@ class PostgresTx(MemoryTx):
         row = self._one(
             f"SELECT {COLUMNS}, m.edited_at IS NOT NULL AS edited FROM memories m"
             " WHERE m.team_id = %s AND m.scope = %s AND m.owner_id = %s"
-            " AND COALESCE(m.user_id, '') = %s AND m.key = %s FOR UPDATE",
-            (self._ctx.team_id, scope.value, owner_id, user_id or "", key),
+            " AND COALESCE(m.user_id, '') = %s AND m.key_canonical = %s FOR UPDATE",
+            (self._ctx.team_id, scope.value, owner_id, user_id or "", canonical_key(key)),
         )
         return None if row is None else KeyRow(memory_from_row(row), bool(row["edited"]))
 
@@ -234,29 +239,47 @@ class PostgresTx(MemoryTx):
     def suppressed(self, memory: NewMemory) -> bool:
         row = self._one(
             "SELECT EXISTS (SELECT 1 FROM memory_suppressions s WHERE s.team_id = %s"
-            " AND s.scope = %s AND s.owner_id = %s AND s.user_key = %s AND s.digest = %s)"
-            " AS held",
+            " AND s.scope = %s AND s.owner_id = %s AND s.user_key = %s"
+            " AND s.digest = ANY(%s)) AS held",
             (
                 memory.team_id,
                 memory.scope.value,
                 memory.owner_id,
                 memory.user_id or "",
-                suppression_digest(memory.key, memory.value),
+                suppression_digests(memory.key, memory.value),
             ),
         )
         return bool(row and row["held"])
+
+    def version(self, memory_id: str, number: int | None) -> MemoryVersion | None:
+        return versions.one(self._cur, self._ctx.team_id, memory_id, number)
+
+    def versions(self, memory_id: str, *, after: int, limit: int) -> VersionPage:
+        return versions.page(self._cur, self._ctx.team_id, memory_id, after, limit)
+
+    def version_at(self, memory_id: str, at: datetime) -> MemoryVersion | None:
+        return versions.at(self._cur, self._ctx.team_id, memory_id, at)
+
+    def versions_current_at(self, request: RecallRequest, at: datetime) -> list[MemoryVersion]:
+        return versions.current_at(self._cur, request, at)
 
     def erased_since(self, user_id: str, since_ms: int) -> bool:
         return erasures.erased_since(self._cur, self._ctx.team_id, user_id, since_ms, hold=True)
 
     # --- writes ---------------------------------------------------------------------------
-    def save(self, memory: NewMemory) -> tuple[Memory, bool] | None:
+    def save(self, memory: NewMemory) -> tuple[Memory, bool, bool] | None:
         values = row_values(memory, self._now)
         row = self._one(
             saving.SAVE_UNLESS_REJECTED_SQL,
             saving.save_params(values, memory, actor_id=self._ctx.user_id),
         )
-        return None if row is None else (memory_from_row(row), bool(row["created"]))
+        if row is not None:
+            return memory_from_row(row), bool(row["created"]), True
+        # nothing written: the key's row is rejected, or already holds this value
+        held = self.lock_key(memory.scope, memory.owner_id, memory.user_id, memory.key)
+        if held is None or held.memory.status is Status.REJECTED:
+            return None
+        return held.memory, False, False
 
     def insert(self, memory: NewMemory) -> Memory | None:
         row = self._one(_INSERT, row_values(memory, self._now))
@@ -270,6 +293,38 @@ class PostgresTx(MemoryTx):
 
     def change(self, row: Memory, change: MemoryChange, *, edited: bool = False) -> Memory | None:
         return change_row(self._cur, row, self._now, change, by_person=edited)
+
+    def revive(self, memory: Memory) -> Memory:
+        row = self._one(
+            _REVIVE,
+            {
+                "id": uuid.UUID(memory.id),
+                "team": memory.team_id,
+                "scope": memory.scope.value,
+                "owner": memory.owner_id,
+                "user": memory.user_id,
+                "key": memory.key,
+                "canonical": canonical_key(memory.key),
+                "value": memory.value,
+                "source": memory.source_user_id,
+                "status": memory.status.value,
+                "created": memory.created_at,
+                "now": self._now,
+                "version": memory.version,
+            },
+        )
+        if row is None:
+            raise Conflict("a memory with this key already exists in this scope")
+        return memory_from_row(row)
+
+    def forget_versions(self, memory_id: str) -> None:
+        self._cur.execute(
+            "DELETE FROM memory_versions WHERE team_id = %s AND memory_id = %s",
+            (self._ctx.team_id, uuid.UUID(memory_id)),
+        )
+
+    def record_version(self, version: MemoryVersion) -> None:
+        versions.record(self._cur, version)
 
     def remove(self, memory_id: str) -> Memory | None:
         mid = as_uuid(memory_id)
@@ -344,8 +399,10 @@ class PostgresTx(MemoryTx):
             self.publish(
                 "memory.deleted", gone, actor_id=SERVICE_ACTOR, cause="service", deleted=True
             )
+            self.record_version(version_of(gone, MAINTENANCE, self._now, deleted=True))
         for changed in archived:
             self.publish("memory.updated", changed, actor_id=SERVICE_ACTOR, cause="service")
+            self.record_version(version_of(changed, MAINTENANCE, self._now))
         return {"archived": len(archived), "deleted": len(deleted)}
 
 

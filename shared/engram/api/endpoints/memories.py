@@ -17,9 +17,12 @@ from engram.api.models import (
     ApproveRequest,
     BulkReviewRequest,
     HealthResponse,
+    MemoryGetQuery,
+    MemoryHistoryQuery,
     MemoryListQuery,
     MemoryPatchRequest,
     MemoryRecallQuery,
+    MemoryRestoreRequest,
     MemorySaveRequest,
     PersonaRequest,
     ReviewListQuery,
@@ -123,7 +126,9 @@ def get_memory_list(req: Request) -> Reply:
 
 def get_memory(req: Request, memory_id: str) -> Reply:
     caller = req.caller
-    return _one(200, req.container.memories.get(caller, _id("id", memory_id)))
+    memory_id = _id("id", memory_id)
+    as_of = MemoryGetQuery.model_validate(req.query()).as_of
+    return _one(200, req.container.memories.get(caller, memory_id, as_of_ms=as_of))
 
 
 def patch_memory(req: Request, memory_id: str) -> Reply:
@@ -152,9 +157,21 @@ def archive_memory(req: Request, memory_id: str) -> Reply:
 
 
 def get_memory_history(req: Request, memory_id: str) -> Reply:
+    caller = req.caller
     memory_id = _id("id", memory_id)
-    actions = req.container.memories.review.history(req.caller, memory_id)
-    return Reply(200, memory_history(memory_id, actions))
+    query = MemoryHistoryQuery.model_validate(req.query())
+    histories = req.container.memories.histories
+    found = histories.history(caller, memory_id, after=query.after, limit=query.limit)
+    return Reply(200, memory_history(found))
+
+
+def restore_memory(req: Request, memory_id: str) -> Reply:
+    caller = req.caller
+    memory_id = _id("id", memory_id)
+    versions = if_match_versions(req.header("if-match"))
+    version = req.body(MemoryRestoreRequest).version
+    histories = req.container.memories.histories
+    return _one(200, histories.restore(caller, memory_id, version, if_versions=versions))
 
 
 # --- tools ---------------------------------------------------------------------------------
@@ -171,9 +188,9 @@ def post_tools_rank(req: Request) -> Reply:
 
 
 def post_tool(req: Request, name: str) -> Reply:
-    caller = req.caller
     name = _id("name", name)
     query = ToolCallQuery.model_validate(req.query())
+    caller = req.caller.model_copy(update={"surface": f"tool:{query.format}"})
     tools = req.container.memories.tools
     if query.format == "json_schema":
         body = req.body(ToolCallRequest, empty_as_object=True)
