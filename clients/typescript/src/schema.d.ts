@@ -199,7 +199,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** one memory */
+        /** one memory (asOf: as it was then) */
         get: operations["getMemoriesId"];
         put?: never;
         post?: never;
@@ -235,10 +235,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** the audit trail of one memory (its owner; admins: what they manage) */
+        /** the versions and audit trail of one memory (its owner; admins: what they manage) */
         get: operations["getMemoriesIdHistory"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** make an earlier version current again, as a new version */
+        post: operations["postMemoriesIdRestore"];
         delete?: never;
         options?: never;
         head?: never;
@@ -701,6 +718,12 @@ export interface components {
              */
             memories?: number;
             /**
+             * Memoryversions
+             * @description Recorded versions of those memories (their history).
+             * @default 0
+             */
+            memoryVersions?: number;
+            /**
              * Observations
              * @default 0
              */
@@ -940,13 +963,28 @@ export interface components {
         };
         /**
          * MemoryHistoryResponse
-         * @description ``GET /v1/memories/{id}/history``: oldest first.
+         * @description ``GET /v1/memories/{id}/history``: one page of versions, oldest first (pass
+         *     ``nextCursor`` back as ``cursor`` for the next; ``null`` on the last page), and the
+         *     whole audit trail, oldest first. ``recordedFrom``: the first version recorded (the
+         *     versions before it were written before versions were kept); null when none is.
          */
         MemoryHistoryResponse: {
             /** Actions */
             actions: components["schemas"]["MemoryActionOut"][];
             /** Memoryid */
             memoryId: string;
+            /**
+             * Nextcursor
+             * @default null
+             */
+            nextCursor?: string | null;
+            /**
+             * Recordedfrom
+             * @default null
+             */
+            recordedFrom?: number | null;
+            /** Versions */
+            versions: components["schemas"]["MemoryVersionOut"][];
         };
         /** MemoryListResponse */
         MemoryListResponse: {
@@ -1054,6 +1092,15 @@ export interface components {
             query?: string;
         };
         /**
+         * MemoryRestoreRequest
+         * @description ``POST /v1/memories/{id}/restore``: make version ``version``'s key and value current,
+         *     as a new version (a deleted memory comes back, active).
+         */
+        MemoryRestoreRequest: {
+            /** Version */
+            version: number;
+        };
+        /**
          * MemorySaveArgs
          * @description Arguments of the ``memory_save`` tool.
          */
@@ -1106,6 +1153,44 @@ export interface components {
             /** Value */
             value: string;
         } & unknown;
+        /**
+         * MemoryVersionOut
+         * @description One recorded version of a memory: its key, value and status after a write, who made
+         *     it (``actorId``; ``erased`` once that user was erased) as what (``actorKind``), through
+         *     what (``surface``), and while it was current (``validTo`` null: it still is).
+         */
+        MemoryVersionOut: {
+            /** Actorid */
+            actorId: string;
+            /**
+             * Actorkind
+             * @enum {string}
+             */
+            actorKind: "user" | "admin" | "service" | "extraction" | "maintenance";
+            /** Key */
+            key: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "active" | "pending_review" | "archived" | "rejected" | "deleted";
+            /**
+             * Surface
+             * @description api, mcp, console, extraction, maintenance or tool:<format>
+             */
+            surface: string;
+            /** Validfrom */
+            validFrom: number;
+            /**
+             * Validto
+             * @default null
+             */
+            validTo?: number | null;
+            /** Value */
+            value: string;
+            /** Version */
+            version: number;
+        };
         /**
          * ObservationIn
          * @description One typed observation. ``id`` makes a retry idempotent; ``createdAt`` is client time.
@@ -2538,6 +2623,7 @@ export interface operations {
                 query?: string | null;
                 maxResults?: number;
                 personaId?: string | null;
+                asOf?: number | null;
             };
             header?: never;
             path?: never;
@@ -2838,7 +2924,9 @@ export interface operations {
     };
     getMemoriesId: {
         parameters: {
-            query?: never;
+            query?: {
+                asOf?: number | null;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3258,7 +3346,10 @@ export interface operations {
     };
     getMemoriesIdHistory: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                cursor?: string | null;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3305,6 +3396,118 @@ export interface operations {
             };
             /** @description not found (also another user's object) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postMemoriesIdRestore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The memory's ETag as read ("3"): change it only if it is still at that version, else 412 precondition_failed and nothing changes. `*`, or no header: whatever its version. Compared strongly: a weak tag never matches. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryRestoreRequest"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    /** @description The memory's version in quotes; send it back as If-Match. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the If-Match no longer matches: the memory changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

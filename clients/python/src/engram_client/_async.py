@@ -110,6 +110,8 @@ class AsyncEngramClient(ClientBase):
     delete_memory = async_operation(_calls.delete_memory)
     archive_memory = async_operation(_calls.archive_memory)
     memory_history = async_operation(_calls.memory_history)
+    memory_versions = async_operation(_calls.memory_versions)
+    restore_memory = async_operation(_calls.restore_memory)
     tools = async_operation(_calls.tools)
     execute_tool = async_operation(_calls.execute_tool)
     provider_tools = async_operation(_calls.provider_tools)

@@ -30,6 +30,8 @@ _NO_KEY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 P = ParamSpec("P")
 T = TypeVar("T")
+#: the header naming the surface a client is (the server's ``engram.api.identity``)
+SURFACE_HEADER = "X-Engram-Surface"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class ClientOptions(TypedDict, total=False):
     act_as_header: str
     retry: RetryPolicy | None
     queue_size: int
+    surface: str | None
 
 
 class RequestOptions(TypedDict, total=False):
@@ -73,7 +76,9 @@ class ClientBase:
 
     ``token`` (or ``token_provider``, called for every request) is the bearer token;
     ``act_as`` the user a service token acts for (sent in ``act_as_header``); ``retry`` the
-    bounds of retries; ``queue_size`` the bound of the emit queue.
+    bounds of retries; ``queue_size`` the bound of the emit queue; ``surface`` what the
+    versions of the memories it writes say it came through (``mcp``, ``console``; default
+    ``api``), sent in ``X-Engram-Surface``.
     """
 
     def __init__(self, base_url: str, token: str | None, **options: Unpack[ClientOptions]) -> None:
@@ -87,6 +92,7 @@ class ClientBase:
         self.act_as_header = options.get("act_as_header", DEFAULT_ACT_AS_HEADER)
         self.retry = options.get("retry") or RetryPolicy()
         self.queue_size = options.get("queue_size", 1000)
+        self.surface = options.get("surface")
         self._rng = random.Random()  # noqa: S311 - backoff jitter, not a secret
         self._reset_counters()
 
@@ -105,6 +111,8 @@ class ClientBase:
         user = act_as or self.act_as
         if user:
             headers[self.act_as_header] = user
+        if self.surface:
+            headers[SURFACE_HEADER] = self.surface
         return headers
 
     def _plan(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Planned:

@@ -19,6 +19,7 @@ from engram_client.models import (
     Health,
     Memory,
     MemoryAction,
+    MemoryHistory,
     Persona,
     Queued,
     ReviewPage,
@@ -153,14 +154,21 @@ def save(
 
 
 def recall(
-    query: str | None = None, *, max_results: int | None = None, persona_id: str | None = None
+    query: str | None = None,
+    *,
+    max_results: int | None = None,
+    persona_id: str | None = None,
+    as_of: int | None = None,
 ) -> Call[list[Memory]]:
-    params = _compact(query=query, maxResults=max_results, personaId=persona_id)
+    """``as_of`` (epoch ms): what a recall would have answered then."""
+    params = _compact(query=query, maxResults=max_results, personaId=persona_id, asOf=as_of)
     return Call("GET", "/v1/memories", _models(Memory, "memories"), params=params)
 
 
-def get_memory(memory_id: str) -> Call[Memory]:
-    return Call("GET", f"/v1/memories/{_seg(memory_id)}", _model(Memory))
+def get_memory(memory_id: str, *, as_of: int | None = None) -> Call[Memory]:
+    """``as_of`` (epoch ms): the memory as it was then."""
+    path = f"/v1/memories/{_seg(memory_id)}"
+    return Call("GET", path, _model(Memory), params=_compact(asOf=as_of) or None)
 
 
 def update_memory(
@@ -186,6 +194,22 @@ def memory_history(memory_id: str) -> Call[list[MemoryAction]]:
     """The memory's audit trail, oldest first (404 for one the caller may not read)."""
     path = f"/v1/memories/{_seg(memory_id)}/history"
     return Call("GET", path, _models(MemoryAction, "actions"))
+
+
+def memory_versions(
+    memory_id: str, *, limit: int | None = None, cursor: str | None = None
+) -> Call[MemoryHistory]:
+    """One page of the memory's versions, oldest first, with its audit trail (pass
+    ``next_cursor`` back as ``cursor``)."""
+    path = f"/v1/memories/{_seg(memory_id)}/history"
+    params = _compact(limit=limit, cursor=cursor) or None
+    return Call("GET", path, _model(MemoryHistory), params=params)
+
+
+def restore_memory(memory_id: str, version: int) -> Call[Memory]:
+    """Make ``version``'s key and value current again, as a new version."""
+    path = f"/v1/memories/{_seg(memory_id)}/restore"
+    return Call("POST", path, _model(Memory), {"version": version})
 
 
 # --- tools ---------------------------------------------------------------------------------

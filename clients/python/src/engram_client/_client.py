@@ -117,6 +117,8 @@ class EngramClient(ClientBase):
     delete_memory = sync_operation(_calls.delete_memory)
     archive_memory = sync_operation(_calls.archive_memory)
     memory_history = sync_operation(_calls.memory_history)
+    memory_versions = sync_operation(_calls.memory_versions)
+    restore_memory = sync_operation(_calls.restore_memory)
     tools = sync_operation(_calls.tools)
     execute_tool = sync_operation(_calls.execute_tool)
     provider_tools = sync_operation(_calls.provider_tools)

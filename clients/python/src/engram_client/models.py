@@ -110,6 +110,7 @@ class Memory(WireModel):
     status: str
     created_at: int
     updated_at: int
+    version: int = 1
 
 
 class SessionSections(WireModel):
@@ -150,6 +151,31 @@ class MemoryAction(WireModel):
     at: int
     before: Memory | None = None
     after: Memory | None = None
+
+
+class MemoryVersion(WireModel):
+    """One recorded version of a memory: its key, value and status after a write, who made
+    it as what, through what, and while it was current (``valid_to`` None: it still is)."""
+
+    version: int
+    key: str
+    value: str
+    status: str
+    actor_id: str
+    actor_kind: str
+    surface: str
+    valid_from: int
+    valid_to: int | None = None
+
+
+class MemoryHistory(WireModel):
+    """One page of a memory's versions (oldest first) and its audit trail."""
+
+    memory_id: str
+    recorded_from: int | None = None
+    versions: list[MemoryVersion]
+    actions: list[MemoryAction]
+    next_cursor: str | None = None
 
 
 class ToolDefinition(WireModel):

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         # one client for the process, made on the server's event loop at the first call
         nonlocal engram
         if engram is None:
-            engram = AsyncEngramClient(args.url, token, timeout=args.timeout)
+            engram = AsyncEngramClient(args.url, token, timeout=args.timeout, surface="mcp")
         yield engram
 
     build_server(clients, version=_version()).run("stdio")
