@@ -7,13 +7,18 @@ import type { ConsoleConfig } from "./config";
 export type { Memory } from "@engram/client";
 export { unwrap } from "@engram/client";
 
+/** The header that tells the API which surface a write came through: the versions a
+ * memory records then say "console". */
+export const SURFACE_HEADER = "X-Engram-Surface";
+
 /**
- * The client the pages use: the current ID token on every request, few retries (a person is
- * waiting, and the page says what happened instead), and a 401 ends the session here.
+ * The client the pages use: the current ID token and `X-Engram-Surface: console` on every
+ * request, few retries (a person is waiting, and the page says what happened instead), and a
+ * 401 ends the session here.
  */
 export function createApi(config: ConsoleConfig, auth: Auth, onUnauthorized: () => void): EngramClient {
   const baseUrl = config.apiUrl || window.location.origin;
-  return new EngramClient({
+  const client = new EngramClient({
     baseUrl,
     token: () => auth.idToken(),
     retry: { maxRetries: 2, maxElapsedS: 4 },
@@ -23,6 +28,13 @@ export function createApi(config: ConsoleConfig, auth: Auth, onUnauthorized: () 
       return response;
     },
   });
+  client.api.use({
+    onRequest({ request }) {
+      request.headers.set(SURFACE_HEADER, "console");
+      return request;
+    },
+  });
+  return client;
 }
 
 /** What went wrong, in words a person understands, and what they can do about it. */

@@ -47,11 +47,11 @@ describe("the dev sign-in (local build)", () => {
 describe("the API client of the pages", () => {
   afterEach(() => vi.unstubAllGlobals());
 
-  it("sends the ID token as a bearer token and ends the session on a 401", async () => {
+  it("sends the ID token as a bearer token, names the console as the surface, and ends the session on a 401", async () => {
     const seen: string[] = [];
     let status = 200;
     vi.stubGlobal("fetch", async (request: Request) => {
-      seen.push(`${request.method} ${request.url} ${request.headers.get("authorization")}`);
+      seen.push(`${request.method} ${request.url} ${request.headers.get("authorization")} ${request.headers.get("x-engram-surface")}`);
       return status === 200
         ? new Response(JSON.stringify({ facts: [] }), { status, headers: { "content-type": "application/json" } })
         : new Response(JSON.stringify({ error: { code: "unauthorized", message: "expired" } }), {
@@ -65,7 +65,7 @@ describe("the API client of the pages", () => {
     const api = createApi(config, auth, ended);
 
     expect(await unwrap(api.api.GET("/v1/facts"))).toEqual({ facts: [] });
-    expect(seen).toEqual(["GET https://api.example.com/v1/facts Bearer tok-1"]);
+    expect(seen).toEqual(["GET https://api.example.com/v1/facts Bearer tok-1 console"]);
     expect(ended).not.toHaveBeenCalled();
 
     status = 401;

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 from tests.browser.ui import (
     SCREENSHOTS,
     WIDTHS,
+    assert_accessible,
     facts_from_events,
     nav,
     open_context,
@@ -33,8 +33,6 @@ from tests.e2e.harness import LocalEngram, Tenant
 
 #: The console's pages (each photographed at every width of ``WIDTHS``).
 PAGES = ("sign-in", "my-memory", "review", "settings")
-BLOCKING = ("serious", "critical")
-AXE = Axe()
 SLOW = 30_000  # ms: the client retries 503s before the page shows the error
 
 #: How the API answers in each error state, and what the page then says.
@@ -58,16 +56,6 @@ ERRORS: dict[str, tuple[int, dict[str, str], dict[str, Any], str]] = {
         "Sign in again",
     ),
 }
-
-
-def assert_accessible(page: Page, what: str) -> None:
-    results = AXE.run(page)
-    blocking = [v for v in results.response["violations"] if v["impact"] in BLOCKING]
-    report = [
-        f"{v['impact']} {v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:5]}"
-        for v in blocking
-    ]
-    assert report == [], f"{what}:\n" + "\n".join(report)
 
 
 def photograph(page: Page, name: str) -> None:

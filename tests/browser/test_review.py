@@ -196,4 +196,22 @@ def test_a_concurrent_edit_by_another_admin_is_a_conflict(browser: Browser, engr
     page.get_by_role("button", name="Reload").click()
     proposal_item = page.get_by_role("listitem", name=f"Proposal {key}", exact=True)
     expect(proposal_item).to_contain_text("helix 24")
+
+    # its history: proposed by extraction, edited by the other admin; restoring the proposal
+    # as extracted is a new version by this admin, through the console
+    proposal_item.get_by_role("button", name=f"History of {key}").click()
+    versions = proposal_item.get_by_role("list", name=f"Versions of {key}")
+    proposed = versions.get_by_role("listitem", name="Version 1", exact=True)
+    expect(proposed).to_contain_text("as the extraction job, through extraction")
+    expect(proposed).to_contain_text("Waiting for review")
+    other_edit = versions.get_by_role("listitem", name=f"Version {memory['version'] + 1}")
+    expect(other_edit).to_contain_text(f"By {tenant.admin}-b, as an admin, through the API")
+    expect(other_edit.locator("ins")).to_contain_text("24")
+    proposed.get_by_role("button", name="Restore version 1").click()
+    restored = versions.get_by_role("listitem", name=f"Version {memory['version'] + 2}")
+    expect(restored).to_contain_text(f"By {tenant.admin}, as an admin, through the console")
+    expect(proposal_item.locator(".item-title")).to_have_text(f"{key} {memory['value']}")
+    assert [(m["id"], m["value"]) for m in admin.review_queue()] == [
+        (memory["id"], memory["value"])
+    ]
     context.close()

@@ -1,7 +1,7 @@
 """What the browser tests do in the console, by the names console/README.md ("For tests")
 promises: signing in with the dev sign-in, the network log of a page, the API calls that
 prepare a user's data (events that become facts, saved memories, transcripts that become
-pending proposals), and screenshots at both widths."""
+pending proposals), the axe-core check, and screenshots at both widths."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
 from tests.e2e.harness import LocalEngram, Tenant, eventually
 
@@ -20,6 +21,22 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "build" / "screenshots"
 #: The widths every page is checked and photographed at: a desktop and a phone.
 WIDTHS = {"desktop": 1280, "phone": 375}
+
+
+#: axe-core's impacts that fail a page (moderate and minor ones are reported by axe only).
+BLOCKING = ("serious", "critical")
+AXE = Axe()
+
+
+def assert_accessible(page: Page, what: str) -> None:
+    """axe-core over the page as it is now: no serious or critical violation."""
+    results = AXE.run(page)
+    blocking = [v for v in results.response["violations"] if v["impact"] in BLOCKING]
+    report = [
+        f"{v['impact']} {v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:5]}"
+        for v in blocking
+    ]
+    assert report == [], f"{what}:\n" + "\n".join(report)
 
 
 def open_context(browser: Browser, width: str = "desktop") -> BrowserContext:

@@ -5,7 +5,8 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { CATEGORY_LABELS, plural, SCOPE_LABELS, STATUS_LABELS, when } from "../ui/format";
-import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
+import { MemoryHistory } from "../ui/history";
+import { HistoryToggle, ifMatch, MemoryEditor } from "../ui/memory";
 import { Empty, ErrorNotice, Flash, Loading, useAction, useEditor, useFlash, useLoad } from "../ui/states";
 
 type Fact = components["schemas"]["FactOut"];
@@ -366,7 +367,15 @@ function MemoryItem({ memory, onChanged, onRemoved, flash, onShowConversation }:
           </>
         )}
         {error !== null && <ErrorNotice error={error} onRetry={reload} retryLabel="Reload" />}
-        {showHistory && <MemoryHistory memoryId={memory.id} label={name} />}
+        {showHistory && (
+          <MemoryHistory
+            memory={memory}
+            label={name}
+            canRestore={mine && memory.status !== "rejected"}
+            onRestored={onChanged}
+            onReload={reload}
+          />
+        )}
       </div>
       {!editing && (
         <div class="actions">

@@ -4,7 +4,8 @@ import { useEffect, useState } from "preact/hooks";
 import { useSession } from "../session";
 import { ConfidenceBar } from "../ui/confidence";
 import { plural, when } from "../ui/format";
-import { HistoryToggle, ifMatch, MemoryEditor, MemoryHistory } from "../ui/memory";
+import { MemoryHistory } from "../ui/history";
+import { HistoryToggle, ifMatch, MemoryEditor } from "../ui/memory";
 import { Empty, ErrorNotice, Flash, Loading, useAction, useEditor, useFlash } from "../ui/states";
 
 const PAGE = 50;
@@ -317,7 +318,9 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
           )}
         </p>
         {error !== null && <ErrorNotice error={error} onRetry={reload} retryLabel="Reload" />}
-        {history && <MemoryHistory memoryId={memory.id} label={name} />}
+        {history && (
+          <MemoryHistory memory={memory} label={name} canRestore onRestored={onChanged} onReload={reload} />
+        )}
       </div>
       {!editing && (
         <div class="actions">

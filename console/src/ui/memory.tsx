@@ -1,10 +1,5 @@
 import type { Memory } from "@engram/client";
-import { unwrap } from "@engram/client";
 import { useEffect, useRef, useState } from "preact/hooks";
-
-import { useSession } from "../session";
-import { when } from "./format";
-import { ErrorNotice, Loading, useLoad } from "./states";
 
 /** `If-Match` for what was read: the memory's version in quotes, as its ETag. */
 export function ifMatch(memory: Memory): { "If-Match": string } {
@@ -59,16 +54,7 @@ export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel }: {
   );
 }
 
-const ACTION_LABELS: Record<string, string> = {
-  approve: "approved",
-  reject: "rejected",
-  edit: "edited",
-  update: "edited",
-  delete: "deleted",
-  archive: "archived",
-};
-
-/** The button that shows or hides a memory's history (its `MemoryHistory`). */
+/** The button that shows or hides a memory's history (its `MemoryHistory`, ui/history.tsx). */
 export function HistoryToggle({ name, shown, onToggle }: {
   name: string;
   shown: boolean;
@@ -83,39 +69,5 @@ export function HistoryToggle({ name, shown, onToggle }: {
     >
       {shown ? "Hide history" : "History"}
     </button>
-  );
-}
-
-/** Every approve, reject, edit and delete of one memory, oldest first. */
-export function MemoryHistory({ memoryId, label }: { memoryId: string; label: string }) {
-  const { api } = useSession();
-  const history = useLoad(
-    () => unwrap(api.api.GET("/v1/memories/{id}/history", { params: { path: { id: memoryId } } })),
-    [api, memoryId],
-  );
-  return (
-    <section class="history" aria-label={`History of ${label}`}>
-      <h4>History</h4>
-      {history.state === "loading" && <Loading what="the history" />}
-      {history.state === "error" && <ErrorNotice error={history.error} onRetry={history.reload} />}
-      {history.state === "ready" &&
-        (history.data.actions.length === 0 ? (
-          <p class="muted">No review or edit yet: it is as it was first saved.</p>
-        ) : (
-          <ol>
-            {history.data.actions.map((action) => (
-              <li key={action.id}>
-                <strong>{ACTION_LABELS[action.action] ?? action.action}</strong> by {action.actorId} on {when(action.at)}
-                {action.before && action.after && (action.before.value !== action.after.value || action.before.key !== action.after.key) && (
-                  <span class="muted">
-                    {" "}
-                    — “{action.before.key}: {action.before.value}” → “{action.after.key}: {action.after.value}”
-                  </span>
-                )}
-              </li>
-            ))}
-          </ol>
-        ))}
-    </section>
   );
 }

@@ -1,3 +1,4 @@
+import { EngramApiError, type ErrorCode } from "@engram/client";
 import type { ComponentChildren, RefObject } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 
@@ -17,13 +18,17 @@ export function Empty({ children }: { children: ComponentChildren }) {
 }
 
 /** An error, said plainly, with what the person can do: try again (after the wait a 429 asked
- * for), reload after a conflict, or sign in again. */
-export function ErrorNotice({ error, onRetry, retryLabel = "Try again" }: {
+ * for), reload after a conflict, or sign in again. `details` says, for some API error codes,
+ * what they mean for this action instead of what they usually mean. */
+export function ErrorNotice({ error, onRetry, retryLabel = "Try again", details }: {
   error: unknown;
   onRetry?: () => void;
   retryLabel?: string;
+  details?: Partial<Record<ErrorCode, string>>;
 }) {
-  const info: Problem = describeError(error);
+  const described: Problem = describeError(error);
+  const specific = error instanceof EngramApiError ? details?.[error.code] : undefined;
+  const info: Problem = specific === undefined ? described : { ...described, detail: specific };
   const session = useSession();
   const [wait, setWait] = useState(info.retryAfterS ?? 0);
   useEffect(() => {
