@@ -1,65 +1,14 @@
 /** What changed between two texts, word by word, and how the console shows it. */
 
+import { diffWordsWithSpace } from "diff";
+
 export type Segment = { kind: "same" | "removed" | "added"; text: string };
-
-/** Words (letters, digits, `_`), runs of white space, and every other character alone. */
-const TOKEN = /\s+|[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu;
-
-/** Past this many cells (after the common start and end are set aside) the middle is shown as
- * all removed, then all added, rather than compared word by word. Values are at most 2,000
- * characters, so this is never reached by what a person wrote. */
-const MAX_CELLS = 4_000_000;
-
-function tokens(text: string): string[] {
-  return text.match(TOKEN) ?? [];
-}
 
 function push(out: Segment[], kind: Segment["kind"], text: string): void {
   if (text === "") return;
   const last = out[out.length - 1];
   if (last !== undefined && last.kind === kind) last.text += text;
   else out.push({ kind, text });
-}
-
-/** The longest common subsequence of `a` and `b`, as segments in order. */
-function compare(a: string[], b: string[]): Segment[] {
-  const out: Segment[] = [];
-  const n = a.length;
-  const m = b.length;
-  if (n * m > MAX_CELLS) {
-    push(out, "removed", a.join(""));
-    push(out, "added", b.join(""));
-    return out;
-  }
-  // lengths[i][j]: the LCS of a[i..] and b[j..]
-  const width = m + 1;
-  const lengths = new Uint32Array((n + 1) * width);
-  for (let i = n - 1; i >= 0; i -= 1) {
-    for (let j = m - 1; j >= 0; j -= 1) {
-      lengths[i * width + j] =
-        a[i] === b[j]
-          ? (lengths[(i + 1) * width + j + 1] as number) + 1
-          : Math.max(lengths[(i + 1) * width + j] as number, lengths[i * width + j + 1] as number);
-    }
-  }
-  let i = 0;
-  let j = 0;
-  while (i < n && j < m) {
-    if (a[i] === b[j]) {
-      push(out, "same", a[i] as string);
-      i += 1;
-      j += 1;
-    } else if ((lengths[(i + 1) * width + j] as number) >= (lengths[i * width + j + 1] as number)) {
-      push(out, "removed", a[i] as string);
-      i += 1;
-    } else {
-      push(out, "added", b[j] as string);
-      j += 1;
-    }
-  }
-  for (; i < n; i += 1) push(out, "removed", a[i] as string);
-  for (; j < m; j += 1) push(out, "added", b[j] as string);
-  return out;
 }
 
 /** Each run of changes as one removal then one addition; white space alone between two
@@ -93,23 +42,15 @@ function tidy(segments: Segment[]): Segment[] {
   return out;
 }
 
-/** What changed from `before` to `after`, word by word: the kept text, and what was removed
- * and added (in that order) where they differ. Joining the `same` and `removed` texts gives
- * `before`; the `same` and `added` texts give `after`. */
+/** What changed from `before` to `after`, word by word (jsdiff's `diffWordsWithSpace`): the
+ * kept text, and what was removed and added (in that order) where they differ. Joining the
+ * `same` and `removed` texts gives `before`; the `same` and `added` texts give `after`. */
 export function diffWords(before: string, after: string): Segment[] {
   if (before === after) return before === "" ? [] : [{ kind: "same", text: before }];
-  const a = tokens(before);
-  const b = tokens(after);
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start += 1;
-  let end = 0;
-  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end += 1;
   const out: Segment[] = [];
-  push(out, "same", a.slice(0, start).join(""));
-  for (const segment of compare(a.slice(start, a.length - end), b.slice(start, b.length - end))) {
-    push(out, segment.kind, segment.text);
+  for (const change of diffWordsWithSpace(before, after)) {
+    push(out, change.removed ? "removed" : change.added ? "added" : "same", change.value);
   }
-  push(out, "same", a.slice(a.length - end).join(""));
   return tidy(out);
 }
 
