@@ -295,24 +295,9 @@ class PostgresTx(MemoryTx):
         return change_row(self._cur, row, self._now, change, by_person=edited)
 
     def revive(self, memory: Memory) -> Memory:
-        row = self._one(
-            _REVIVE,
-            {
-                "id": uuid.UUID(memory.id),
-                "team": memory.team_id,
-                "scope": memory.scope.value,
-                "owner": memory.owner_id,
-                "user": memory.user_id,
-                "key": memory.key,
-                "canonical": canonical_key(memory.key),
-                "value": memory.value,
-                "source": memory.source_user_id,
-                "status": memory.status.value,
-                "created": memory.created_at,
-                "now": self._now,
-                "version": memory.version,
-            },
-        )
+        values = row_values(NewMemory(**memory.internal_fields()), self._now)
+        kept = {"id": uuid.UUID(memory.id), "created": memory.created_at, "version": memory.version}
+        row = self._one(_REVIVE, values | kept)
         if row is None:
             raise Conflict("a memory with this key already exists in this scope")
         return memory_from_row(row)

@@ -73,50 +73,57 @@ def record(cur: Cursor[Any], v: MemoryVersion) -> None:
     )
 
 
-def one(cur: Cursor[Any], team_id: str, memory_id: str, number: int | None) -> MemoryVersion | None:
-    mid = as_uuid(memory_id)
+def _fetch(cur: Cursor[Any], sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``sql``, which names the memory ``%(memory)s`` (none for an id that is
+    not a UUID: no memory has it)."""
+    mid = as_uuid(params["memory"])
     if mid is None:
-        return None
+        return []
+    cur.execute(sql, params | {"memory": mid})
+    return cur.fetchall()
+
+
+def one(cur: Cursor[Any], team_id: str, memory_id: str, number: int | None) -> MemoryVersion | None:
     which = "" if number is None else " AND v.version = %(n)s"
-    cur.execute(
+    rows = _fetch(
+        cur,
         f"SELECT {_FIELDS} FROM memory_versions v WHERE v.team_id = %(team)s"
         f" AND v.memory_id = %(memory)s{which} ORDER BY v.version DESC LIMIT 1",
-        {"team": team_id, "memory": mid, "n": number},
+        {"team": team_id, "memory": memory_id, "n": number},
     )
-    row = cur.fetchone()
-    return None if row is None else version_from_row(row)
+    return version_from_row(rows[0]) if rows else None
 
 
 def page(cur: Cursor[Any], team_id: str, memory_id: str, after: int, limit: int) -> VersionPage:
-    mid = as_uuid(memory_id)
-    if mid is None:
-        return VersionPage([], None, None)
-    cur.execute(
-        f"SELECT {_FIELDS}, min(v.version) OVER () AS first FROM memory_versions v"
-        " WHERE v.team_id = %s AND v.memory_id = %s ORDER BY v.version",
-        (team_id, mid),
+    """One page after version ``after`` (one row more, to know whether another follows), and
+    the first version recorded, in one statement."""
+    rows = _fetch(
+        cur,
+        "SELECT f.first, p.* FROM (SELECT min(version) AS first FROM memory_versions"
+        " WHERE team_id = %(team)s AND memory_id = %(memory)s) f LEFT JOIN LATERAL"
+        f" (SELECT {_FIELDS} FROM memory_versions v WHERE v.team_id = %(team)s"
+        " AND v.memory_id = %(memory)s AND v.version > %(after)s ORDER BY v.version"
+        " LIMIT %(limit)s) p ON true",
+        {"team": team_id, "memory": memory_id, "after": after, "limit": limit + 1},
     )
-    rows = cur.fetchall()
-    later = [r for r in rows if r["version"] > after]
-    shown = later[:limit]
+    first = rows[0]["first"] if rows else None
+    shown = [r for r in rows if r["version"] is not None][:limit]
+    more = sum(1 for r in rows if r["version"] is not None) > limit
     return VersionPage(
         versions=[version_from_row(r) for r in shown],
-        recorded_from=int(rows[0]["first"]) if rows else None,
-        next_after=int(shown[-1]["version"]) if len(later) > limit else None,
+        recorded_from=None if first is None else int(first),
+        next_after=int(shown[-1]["version"]) if more else None,
     )
 
 
 def at(cur: Cursor[Any], team_id: str, memory_id: str, when: datetime) -> MemoryVersion | None:
-    mid = as_uuid(memory_id)
-    if mid is None:
-        return None
-    cur.execute(
+    rows = _fetch(
+        cur,
         f"SELECT {_FIELDS} FROM memory_versions v WHERE v.team_id = %(team)s"
         f" AND v.memory_id = %(memory)s AND {CURRENT_AT}",
-        {"team": team_id, "memory": mid, "at": when},
+        {"team": team_id, "memory": memory_id, "at": when},
     )
-    row = cur.fetchone()
-    return None if row is None else version_from_row(row)
+    return version_from_row(rows[0]) if rows else None
 
 
 def current_at(cur: Cursor[Any], request: RecallRequest, when: datetime) -> list[MemoryVersion]:
