@@ -47,4 +47,5 @@ def test_the_index_of_a_users_vectors_is_named_only_when_it_holds_them() -> None
 def test_shadowed_keys_are_read_once_not_probed_per_row() -> None:
     sql, _ = recall_sql(request(persona="p1"), keyword=True, vector=True)
     assert "EXISTS" not in sql
-    assert sql.count("m.key_canonical NOT IN (SELECT h.key_canonical FROM memories h") == 4  # 2x2
+    held = "COALESCE(m.key_canonical, m.key) NOT IN (SELECT COALESCE(h.key_canonical, h.key)"
+    assert sql.count(held) == 4  # 2 lists x 2 scopes

@@ -5,7 +5,8 @@ cannot state the same way in every locale).
 
 In the migration's transaction, as the migrating role:
 
-1. every row's ``key_canonical`` is computed from its key;
+1. ``key_canonical`` is set on every row whose key is not canonical already (the others keep
+   NULL: ``lifecycle.IDENTITY``);
 2. every row's current state is recorded as its first version (``recordedFrom``: what was
    written before was never recorded), by ``maintenance``;
 3. the rows of one owner and scope whose keys now name one memory are merged: the newest
@@ -26,8 +27,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from engram.adapters.postgres.lifecycle import IDENTITY, canonical_column
 from engram.events.models import SERVICE_ACTOR
-from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import subject_user, suppression_digest
 from engram.memories.models import Memory
 
@@ -50,6 +51,9 @@ _VERSION = (
 )
 
 
+_DUP = IDENTITY.replace("m.", "d.")
+
+
 def _memory(row: dict[str, Any]) -> Memory:
     return Memory.model_validate({**row, "id": str(row["id"])})
 
@@ -64,24 +68,26 @@ def merge_keys(conn: psycopg.Connection[Any]) -> None:
     """Steps 1-4 above, on ``conn`` (in the caller's transaction)."""
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute("SELECT DISTINCT key FROM memories")
-        keys = [r["key"] for r in cur.fetchall()]
+        spelt = {r["key"]: canonical_column(r["key"]) for r in cur.fetchall()}
+        other = {key: canon for key, canon in spelt.items() if canon is not None}
         cur.execute(
             "UPDATE memories m SET key_canonical = c.canon"
             " FROM unnest(%s::text[], %s::text[]) AS c(key, canon) WHERE m.key = c.key",
-            (keys, [canonical_key(k) for k in keys]),
+            (list(other), list(other.values())),
         )
         cur.execute(_SEED, (SERVICE_ACTOR,))
         for table in ("review_actions", "memory_suppressions"):
             cur.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+        # the rows of identities held more than once
         cur.execute(
-            f"SELECT {_COLUMNS}, key_canonical FROM memories m WHERE EXISTS (SELECT 1"
-            " FROM memories o WHERE o.team_id = m.team_id AND o.scope = m.scope"
-            " AND o.owner_id = m.owner_id AND COALESCE(o.user_id, '') = COALESCE(m.user_id, '')"
-            " AND o.key_canonical = m.key_canonical AND o.id <> m.id)"
+            f"SELECT {_COLUMNS}, {IDENTITY} AS identity FROM memories m WHERE"
+            f" (m.team_id, m.scope, m.owner_id, COALESCE(m.user_id, ''), {IDENTITY}) IN"
+            f" (SELECT d.team_id, d.scope, d.owner_id, COALESCE(d.user_id, ''), {_DUP}"
+            " FROM memories d GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1)"
         )
         groups: dict[tuple[str, ...], list[Memory]] = defaultdict(list)
         for row in cur.fetchall():
-            canon = row.pop("key_canonical")
+            canon = row.pop("identity")
             m = _memory(row)
             groups[(m.team_id, m.scope.value, m.owner_id, m.user_id or "", canon)].append(m)
         for rows in groups.values():

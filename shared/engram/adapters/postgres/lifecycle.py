@@ -31,10 +31,23 @@ from engram.memories.ports import MemoryChange
 #: advisory lock class of the quota counters (the 2-key form; ``engram migrate`` uses 1 key)
 QUOTA_LOCK_CLASS = 0x454E47
 
+#: A key's identity as a row holds it (migration 0017): ``key_canonical`` is the canonical
+#: key where it differs from ``key``, else NULL, so rows whose key is already canonical (most)
+#: were not rewritten by the migration.
+IDENTITY = "COALESCE(m.key_canonical, m.key)"
+
 #: the arbiter of a key's one row, however it is spelt (``memories_key``, migration 0018);
 #: the previous release's upserts name ``memories_dedup`` (exact keys), which stays beside it
 #: for them (see docs/deployment.md)
-ON_KEY = "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), key_canonical)"
+ON_KEY = (
+    "ON CONFLICT (team_id, scope, owner_id, COALESCE(user_id, ''), COALESCE(key_canonical, key))"
+)
+
+
+def canonical_column(key: str) -> str | None:
+    """What ``key_canonical`` holds for ``key`` (see ``IDENTITY``)."""
+    canon = canonical_key(key)
+    return None if canon == key else canon
 
 
 def lock_quotas(cur: Cursor[Any], team_id: str, subjects: list[QuotaSubject]) -> dict[str, int]:
@@ -70,7 +83,7 @@ def change_row(
         params.append(now)
     if change.key is not None:
         sets.append("key_canonical = %s")
-        params.append(canonical_key(change.key))
+        params.append(canonical_column(change.key))
     for column, val in (
         ("key", change.key),
         ("value", change.value),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engram.adapters.postgres.lifecycle import IDENTITY
 from engram.adapters.postgres.rows import COLUMNS, ORDER_TIES, ORDER_UNRANKED
 from engram.adapters.postgres.rows import vector_literal as _vector
 from engram.memories.models import RecallRequest
@@ -31,16 +32,16 @@ _PERSONA_SCOPES = (
     " AND m.user_id = %(user)s))"
 )
 #: A key visible in a higher scope hides the lower rows of the same key, however each is spelt
-#: (``key_canonical``; keys are never NULL there since migration 0018). Each ``NOT IN`` reads
-#: the higher scope's active keys once and hashes them (keys are never NULL, so it means ``NOT
-#: EXISTS``), instead of probing once per candidate row.
+#: (``IDENTITY``). Each ``NOT IN`` reads the higher scope's active keys once and hashes them
+#: (keys are never NULL, so it means ``NOT EXISTS``), instead of probing once per candidate row.
+_HELD = IDENTITY.replace("m.", "h.")
 _SHADOWED = (
-    " AND (m.scope = 'persona_user' OR m.key_canonical NOT IN (SELECT h.key_canonical"
+    f" AND (m.scope = 'persona_user' OR {IDENTITY} NOT IN (SELECT {_HELD}"
     " FROM memories h"
     " WHERE h.team_id = %(team)s AND h.scope = 'persona_user'"
     " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = %(user)s"
     " AND h.status = 'active'))"
-    " AND (m.scope <> 'user' OR m.key_canonical NOT IN (SELECT h.key_canonical"
+    f" AND (m.scope <> 'user' OR {IDENTITY} NOT IN (SELECT {_HELD}"
     " FROM memories h"
     " WHERE h.team_id = %(team)s AND h.scope = 'persona'"
     " AND h.owner_id = %(persona)s AND COALESCE(h.user_id, '') = ''"

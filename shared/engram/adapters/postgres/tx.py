@@ -16,7 +16,9 @@ from psycopg import Cursor
 from engram.adapters.inmemory_rows import decode_cursor, encode_cursor
 from engram.adapters.postgres import erasures, personas, saving, versions
 from engram.adapters.postgres.lifecycle import (
+    IDENTITY,
     ON_KEY,
+    canonical_column,
     change_row,
     erase_user,
     insert_audit,
@@ -73,7 +75,7 @@ def row_values(memory: NewMemory, now: datetime) -> dict[str, Any]:
         "owner": memory.owner_id,
         "user": memory.user_id,
         "key": memory.key,
-        "canonical": canonical_key(memory.key),
+        "canonical": canonical_column(memory.key),
         "value": memory.value,
         "channel": memory.source_channel_id,
         "source": memory.source_user_id,
@@ -194,7 +196,7 @@ class PostgresTx(MemoryTx):
         row = self._one(
             f"SELECT {COLUMNS}, m.edited_at IS NOT NULL AS edited FROM memories m"
             " WHERE m.team_id = %s AND m.scope = %s AND m.owner_id = %s"
-            " AND COALESCE(m.user_id, '') = %s AND m.key_canonical = %s FOR UPDATE",
+            f" AND COALESCE(m.user_id, '') = %s AND {IDENTITY} = %s FOR UPDATE",
             (self._ctx.team_id, scope.value, owner_id, user_id or "", canonical_key(key)),
         )
         return None if row is None else KeyRow(memory_from_row(row), bool(row["edited"]))

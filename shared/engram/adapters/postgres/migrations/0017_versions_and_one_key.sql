@@ -5,8 +5,11 @@
 -- owner fields say who may read a version once its memory is gone, with the policies of
 -- memories. A deletion is a version (status 'deleted'), so a memory's history outlives it.
 --
--- memories.key_canonical is the key's identity (engram.memories.keys.canonical_key), written
--- by the service with every key. The previous release's statements do not name it: while
+-- A row's identity is COALESCE(key_canonical, key): key_canonical holds the canonical key
+-- (engram.memories.keys.canonical_key) where it differs from the key, else NULL, so the rows
+-- whose key is already canonical need no rewrite here (a rewrite of every row updates every
+-- index of the table: minutes for a million rows, each row locked meanwhile). The service
+-- writes it with every key. The previous release's statements do not name it: while
 -- they run during a deploy, engram_key_canonical (the rule as SQL can state it: NFKC,
 -- lower-cased, separators one space, surrounding punctuation dropped) fills it in for them;
 -- it agrees with the service's rule except where Unicode case folding and lower-casing in the
@@ -82,12 +85,14 @@ $$;
 -- The previous release's writes: a row it inserts, or a key it renames, gets its identity.
 CREATE FUNCTION engram_memory_key_canonical() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+  canon text;
 BEGIN
   IF NEW.key_canonical IS NULL
      OR (TG_OP = 'UPDATE' AND NEW.key IS DISTINCT FROM OLD.key
-         AND NEW.key_canonical IS NOT DISTINCT FROM OLD.key_canonical
-         AND NEW.key_canonical IS DISTINCT FROM engram_key_canonical(NEW.key)) THEN
-    NEW.key_canonical := engram_key_canonical(NEW.key);
+         AND NEW.key_canonical IS NOT DISTINCT FROM OLD.key_canonical) THEN
+    canon := engram_key_canonical(NEW.key);
+    NEW.key_canonical := CASE WHEN canon = NEW.key THEN NULL ELSE canon END;
   END IF;
   RETURN NEW;
 END
