@@ -83,15 +83,23 @@ def _fetch(cur: Cursor[Any], sql: str, params: dict[str, Any]) -> list[dict[str,
     return cur.fetchall()
 
 
-def one(cur: Cursor[Any], team_id: str, memory_id: str, number: int | None) -> MemoryVersion | None:
-    which = "" if number is None else " AND v.version = %(n)s"
+def _latest(
+    cur: Cursor[Any], team_id: str, memory_id: str, condition: str, **params: Any
+) -> MemoryVersion | None:
+    """The memory's latest version that meets ``condition`` (on ``v``)."""
     rows = _fetch(
         cur,
         f"SELECT {_FIELDS} FROM memory_versions v WHERE v.team_id = %(team)s"
-        f" AND v.memory_id = %(memory)s{which} ORDER BY v.version DESC LIMIT 1",
-        {"team": team_id, "memory": memory_id, "n": number},
+        f" AND v.memory_id = %(memory)s AND {condition} ORDER BY v.version DESC LIMIT 1",
+        {"team": team_id, "memory": memory_id, **params},
     )
     return version_from_row(rows[0]) if rows else None
+
+
+def one(cur: Cursor[Any], team_id: str, memory_id: str, number: int | None) -> MemoryVersion | None:
+    if number is None:
+        return _latest(cur, team_id, memory_id, "true")
+    return _latest(cur, team_id, memory_id, "v.version = %(n)s", n=number)
 
 
 def page(cur: Cursor[Any], team_id: str, memory_id: str, after: int, limit: int) -> VersionPage:
@@ -117,13 +125,7 @@ def page(cur: Cursor[Any], team_id: str, memory_id: str, after: int, limit: int)
 
 
 def at(cur: Cursor[Any], team_id: str, memory_id: str, when: datetime) -> MemoryVersion | None:
-    rows = _fetch(
-        cur,
-        f"SELECT {_FIELDS} FROM memory_versions v WHERE v.team_id = %(team)s"
-        f" AND v.memory_id = %(memory)s AND {CURRENT_AT}",
-        {"team": team_id, "memory": memory_id, "at": when},
-    )
-    return version_from_row(rows[0]) if rows else None
+    return _latest(cur, team_id, memory_id, CURRENT_AT, at=when)
 
 
 def current_at(cur: Cursor[Any], request: RecallRequest, when: datetime) -> list[MemoryVersion]:
