@@ -516,15 +516,14 @@ class InMemoryTx(MemoryTx):
         for memory_id, history in list(self._s.versions.items()):
             if not history or history[-1].team_id != team:
                 continue
-            if subject_user(history[-1].as_memory()) == user_id:
-                versions += len(history)
-                self._assign(self._s.versions, memory_id, _MISSING)
-            elif any(v.actor_id == user_id for v in history):
-                unnamed = [
-                    v.model_copy(update={"actor_id": ERASED_ACTOR}) if v.actor_id == user_id else v
-                    for v in history
-                ]
-                self._assign(self._s.versions, memory_id, unnamed)
+            left = [
+                v.model_copy(update={"actor_id": ERASED_ACTOR}) if v.actor_id == user_id else v
+                for v in history
+                if memory_id not in erased and not _about(v, user_id)
+            ]
+            versions += len(history) - len(left)
+            if left != history:
+                self._assign(self._s.versions, memory_id, left or _MISSING)
         return {
             **counts,
             "review_actions": audit,
@@ -554,6 +553,18 @@ class InMemoryTx(MemoryTx):
                 self.record_version(version_of(after, MAINTENANCE, self._now))
                 archived += 1
         return {"archived": archived, "deleted": deleted}
+
+
+def _about(v: MemoryVersion, user_id: str) -> bool:
+    """As PostgreSQL's erasure judges a version: of the user's own rows, or learnt from them."""
+    mine = (
+        v.owner_id
+        if v.scope is Scope.USER
+        else v.user_id
+        if v.scope is Scope.PERSONA_USER
+        else None
+    )
+    return user_id in (mine, v.source_user_id)
 
 
 def _current_at(v: MemoryVersion, at: datetime) -> bool:

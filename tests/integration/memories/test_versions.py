@@ -11,7 +11,7 @@ from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION
 
 from engram.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from engram.identity import Caller
-from engram.memories.commands import Recall, SaveMemory
+from engram.memories.commands import EditMemory, Recall, SaveMemory
 from engram.memories.keys import canonical_key
 from engram.memories.models import Memory
 from engram.memories.service import MemoryService
@@ -195,9 +195,19 @@ def test_erasure_removes_the_history_and_history_retention_keeps_what_is_current
     gone = svc.histories.history(BOB, theirs.id)  # its audit trail stays, its versions went
     assert (gone.page.versions, gone.page.recorded_from, len(gone.actions)) == ([], None, 1)
 
-    svc.erase(ALICE)
+    learnt = svc.jobs.propose("t1", "alice", "chef", "faq", "guests ask", 0.8, "c1", "persona")
+    assert learnt is not None
+    svc.review.approve(ADMIN, learnt.id)
+    bobs_note = save(svc, BOB, "note", "from bob")
+    svc.update(ALICE.model_copy(update={"is_team_admin": True}), learnt.id, EditMemory(value="x"))
+
+    counts = svc.erase(ALICE)
+    assert counts["versions"] == 1 + 3  # her pet's current version; the persona memory's three
     with pytest.raises(NotFound):
         svc.histories.history(ALICE, mine.id)
+    with pytest.raises(NotFound):  # learnt from her: gone with its history
+        svc.histories.history(ADMIN, learnt.id)
+    assert len(history(svc, BOB, bobs_note.id)) == 1
 
 
 def test_concurrent_saves_of_one_key_under_many_spellings_lose_no_version(
