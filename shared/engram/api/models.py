@@ -50,11 +50,18 @@ from engram.api.memory_inputs import (
     MemoryRestoreRequest,
     MemorySaveArgs,
     MemorySaveRequest,
-    MemoryScope,
     PersonaRequest,
     RetentionRule,
     ReviewListQuery,
     TeamSettingsRequest,
+)
+from engram.api.memory_outputs import (
+    MemoryActionOut,
+    MemoryHistoryResponse,
+    MemoryListResponse,
+    MemoryOut,
+    MemoryPageResponse,
+    MemoryVersionOut,
 )
 from engram.api.responses import EpochMs, FactCategoryOut, ObservationTypeOut, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
@@ -72,7 +79,6 @@ from engram.fields import (
 FactCategoryName = Literal[
     "tool_affinity", "tool_avoidance", "entity_frequency", "domain_preference", "failure_pattern"
 ]
-MemoryStatus = Literal["active", "pending_review", "archived", "rejected"]
 
 
 #: The rule of each path parameter (the same for every route that has it).
@@ -143,24 +149,6 @@ class FactsResponse(ResponseModel):
     facts: list[FactOut]
 
 
-class MemoryOut(ResponseModel):
-    id: str
-    scope: MemoryScope
-    owner_id: str
-    user_id: str | None = None
-    key: str
-    value: str
-    source_channel_id: str | None = None
-    confidence: float
-    status: MemoryStatus
-    created_at: EpochMs
-    updated_at: EpochMs
-    version: int = Field(
-        description="One more with every change of the memory. The memory's `ETag` is this "
-        'number in quotes (`"3"`); send it as `If-Match` to edit only what you read.'
-    )
-
-
 class SessionSections(ResponseModel):
     facts: str
     memories: str
@@ -175,59 +163,6 @@ class SessionResponse(ResponseModel):
     prompt: str
     sections: SessionSections
     degraded: list[str] = Field(default_factory=list)
-
-
-# --- memories ------------------------------------------------------------------------------
-class MemoryListResponse(ResponseModel):
-    memories: list[MemoryOut]
-
-
-class MemoryPageResponse(ResponseModel):
-    """One page of a listing; ``nextCursor`` is ``null`` on the last page."""
-
-    memories: list[MemoryOut]
-    next_cursor: str | None = None
-
-
-class MemoryActionOut(ResponseModel):
-    """One audit row: who (``actorId``; ``erased`` once that user was erased) did what
-    (``approve``, ``reject``, ``update``, ``delete``) when, with the memory before and after."""
-
-    id: str
-    action: str
-    actor_id: str
-    at: EpochMs
-    before: MemoryOut | None = None
-    after: MemoryOut | None = None
-
-
-class MemoryVersionOut(ResponseModel):
-    """One recorded version of a memory: its key, value and status after a write, who made
-    it (``actorId``; ``erased`` once that user was erased) as what (``actorKind``), through
-    what (``surface``), and while it was current (``validTo`` null: it still is)."""
-
-    version: int
-    key: str
-    value: str
-    status: Literal["active", "pending_review", "archived", "rejected", "deleted"]
-    actor_id: str
-    actor_kind: Literal["user", "admin", "service", "extraction", "maintenance"]
-    surface: str = Field(description="api, mcp, console, extraction, maintenance or tool:<format>")
-    valid_from: EpochMs
-    valid_to: EpochMs | None = None
-
-
-class MemoryHistoryResponse(ResponseModel):
-    """``GET /v1/memories/{id}/history``: one page of versions, oldest first (pass
-    ``nextCursor`` back as ``cursor`` for the next; ``null`` on the last page), and the
-    whole audit trail, oldest first. ``recordedFrom``: the first version recorded (the
-    versions before it were written before versions were kept); null when none is."""
-
-    memory_id: str
-    recorded_from: int | None = None
-    versions: list[MemoryVersionOut]
-    actions: list[MemoryActionOut]
-    next_cursor: str | None = None
 
 
 # --- tools ---------------------------------------------------------------------------------
@@ -464,8 +399,10 @@ __all__ = [
     "FactOut",
     "FactsResponse",
     "HealthResponse",
+    "MemoryActionOut",
     "MemoryGetQuery",
     "MemoryHistoryQuery",
+    "MemoryHistoryResponse",
     "MemoryListQuery",
     "MemoryListResponse",
     "MemoryOut",

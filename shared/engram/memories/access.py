@@ -21,6 +21,6 @@ class AccessContext:
     team_id: str
     user_id: str
     elevated: bool = False
-    #: where the request came from (``engram.memories.versions.is_surface``): what the
-    #: versions its writes record say
+    #: where the request came from (``api``, ``mcp``, ``console``, ``tool:<format>``; the
+    #: service's own jobs: ``extraction``, ``maintenance``): what its writes' versions say
     surface: str = "api"

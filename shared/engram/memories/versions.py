@@ -27,14 +27,6 @@ ActorKind = Literal["user", "admin", "service", "extraction", "maintenance"]
 #: a version's status: the memory's, or ``deleted`` once it was deleted
 VersionStatus = Literal["active", "pending_review", "archived", "rejected", "deleted"]
 DELETED: VersionStatus = "deleted"
-#: where a change came from: the HTTP API, a provider's tool format, MCP, the console, or the
-#: service's own jobs
-SURFACES = ("api", "mcp", "console", "extraction", "maintenance")
-
-
-def is_surface(surface: str) -> bool:
-    """``api``, ``mcp``, ``console``, ``extraction``, ``maintenance`` or ``tool:<format>``."""
-    return surface in SURFACES or (surface.startswith("tool:") and len(surface) > len("tool:"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +162,6 @@ __all__ = [
     "actor_of",
     "bumps",
     "is_new_version",
-    "is_surface",
     "service_actor",
     "version_of",
 ]
