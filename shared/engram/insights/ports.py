@@ -10,9 +10,17 @@ from engram.insights.models import Contribution, InsightsPage
 
 class InsightsStore(Protocol):
     def contribute(
-        self, team_id: str, user_id: str, rows: Sequence[Contribution], *, cycle: int
-    ) -> None:
-        """Replace the user's contribution with ``rows``, stamped with the aggregation cycle."""
+        self,
+        team_id: str,
+        user_id: str,
+        rows: Sequence[Contribution],
+        *,
+        cycle: int,
+        read_at_ms: int,
+    ) -> bool:
+        """Replace the user's contribution with ``rows``, stamped with the aggregation cycle,
+        unless the user was erased at or after ``read_at_ms`` (when ``rows`` were read): then
+        nothing is written and the answer is False. An erasure in flight is waited for."""
         ...
 
     def publish(self, *, cycle: int, min_users: int, now_ms: int) -> int:

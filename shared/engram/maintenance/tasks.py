@@ -299,8 +299,10 @@ def insights(
 
     def contribute(ident: str) -> None:
         parsed = parse_identity_id(ident)
+        # now_ms is before the facts are read: an erasure since then keeps them out
         if parsed is not None:
-            store.contribute(*parsed, facts.contributions(ident, now_ms), cycle=cur.cycle)
+            rows = facts.contributions(ident, now_ms)
+            store.contribute(*parsed, rows, cycle=cur.cycle, read_at_ms=now_ms)
         run.rep.add("identities")
 
     def turn() -> None:  # only after the whole page: replacing a contribution is idempotent

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from tests.integration.functions.conftest import Stack
 
 from engram.bootstrap.maintenance import build_maintenance_job
+from engram.insights.models import Contribution
 
 ADMIN = ("engram-team-admins",)
 
@@ -92,3 +94,38 @@ def test_only_team_admins_read_their_team_s_insights(stack: Stack) -> None:
         assert res.status == 403, res.body
         assert res.body["error"]["code"] == "forbidden"
         assert stack.call(route, user=None).status == 401
+
+
+def test_a_user_erased_while_the_job_reads_their_facts_leaves_no_contribution(
+    stack: Stack,
+) -> None:
+    """The job reads a user's facts, the user is erased, then the job writes: what it read
+    before the erasure is not written after it (nor is anything of theirs left in the table)."""
+    for i in range(5):
+        learn(stack, f"u{i}", tool="run_sql", domain="finance")
+    job = build_maintenance_job(stack.container, schedule="daily")
+    assert job.facts is not None
+    facts = job.facts
+    erased: list[str] = []
+
+    class ErasedWhileRead:
+        def identity_page(self, cursor: str, limit: int) -> tuple[list[str], str]:
+            return facts.identity_page(cursor, limit)
+
+        def contributions(self, identity_id: str, now_ms: int) -> list[Contribution]:
+            rows = facts.contributions(identity_id, now_ms)
+            if identity_id.endswith(":u0"):
+                assert stack.call("DELETE /v1/me", user="u0").status == 200
+                erased.append(identity_id)
+            return rows
+
+    job.facts = ErasedWhileRead()
+    assert job.run().tasks["insights"].completed_cycle
+    assert erased == ["acme:u0"]
+    assert stack.settings.database_url is not None
+    with psycopg.connect(stack.settings.database_url) as conn:
+        users = conn.execute(
+            "SELECT DISTINCT user_id FROM insight_contributions WHERE team_id = 'acme'"
+        ).fetchall()
+    assert sorted(u for (u,) in users) == ["u1", "u2", "u3", "u4"]
+    assert tools(stack) == {}  # four users are under the threshold of five

@@ -43,19 +43,25 @@ class ServerCounter:
         self.database = conninfo_to_dict(url)["dbname"]
         self._stats_url = make_conninfo(url, dbname="postgres")
         self._stack = stack
-        with psycopg.connect(url, autocommit=True) as conn:
-            # the database's own transactions only: no autovacuum worker among them
-            for (table,) in conn.execute(
-                "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables"
-                " WHERE schemaname = 'public'"
-            ).fetchall():
-                conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        # the requests' transactions only: an autovacuum worker's count too (of the catalogs
+        # a fresh database's migrations churned, say) but open no session, so none may run
+        self._autovacuum(on=False)
         # the pool may open one connection or two for a single request (it grows while the
         # first is still connecting), so the start-up cost is per session, not per request
         xacts, opened = self._measure(self._connect_only)
         assert opened >= 1
         assert xacts % opened == 0, (xacts, opened)
         self.per_connection = xacts // opened
+
+    def _autovacuum(self, *, on: bool) -> None:
+        with psycopg.connect(self._stats_url, autocommit=True) as conn:
+            conn.execute(
+                "ALTER SYSTEM RESET autovacuum" if on else "ALTER SYSTEM SET autovacuum = off"
+            )
+            conn.execute("SELECT pg_reload_conf()")
+
+    def close(self) -> None:
+        self._autovacuum(on=True)
 
     def _connect_only(self) -> None:
         with self._stack.container.database.pool.connection():
@@ -107,6 +113,9 @@ class StoreCounter:
     def __init__(self, store: InMemoryMemoryStore) -> None:
         self._store = store
 
+    def close(self) -> None:
+        pass
+
     def count(self, action: Callable[[], object]) -> int:
         before = self._store.transactions
         action()
@@ -146,7 +155,10 @@ def world(
             counter: ServerCounter | StoreCounter = StoreCounter(parts["memory_store"])
         else:
             counter = ServerCounter(built)
-        yield World(built, counter)
+        try:
+            yield World(built, counter)
+        finally:
+            counter.close()
 
 
 def test_the_counter_sees_every_transaction(world: World) -> None:

@@ -43,7 +43,8 @@ def _ms(value: datetime) -> int:
 
 #: advisory lock class of one user's erasure: an erasure holds it exclusively until its
 #: transaction ends, a proposal's check shares it, so a proposal either sees the erasure or
-#: commits before the erasure deletes the user's rows (and so with them)
+#: commits before the erasure deletes the user's rows (and so with them); migration 0019's
+#: insights contribution shares it by the same number (4543059)
 ERASURE_LOCK_CLASS = 0x455253
 
 

@@ -4,7 +4,9 @@ The maintenance job writes through the ``SECURITY DEFINER`` functions of 0012 fr
 transaction that acts in no team (they refuse a tenant session); a team admin's read runs in
 their team under row-level security (``team_insights`` is readable by the team's admins
 only), and the threshold is applied again at read time, so raising
-``ENGRAM_INSIGHTS_MIN_USERS`` hides smaller rows at once.
+``ENGRAM_INSIGHTS_MIN_USERS`` hides smaller rows at once. A contribution is written under
+the user's erasure lock and not at all when the user was erased since its facts were read
+(migration 0019), so an erasure during a run leaves nothing of the user behind.
 """
 
 from __future__ import annotations
@@ -37,11 +39,17 @@ class PostgresInsights:
         self._db = db
 
     def contribute(
-        self, team_id: str, user_id: str, rows: Sequence[Contribution], *, cycle: int
-    ) -> None:
+        self,
+        team_id: str,
+        user_id: str,
+        rows: Sequence[Contribution],
+        *,
+        cycle: int,
+        read_at_ms: int,
+    ) -> bool:
         with self._db.tenant(_NO_TEAM) as conn:
-            conn.execute(
-                "SELECT engram_insights_contribute(%s, %s, %s, %s, %s::float8[], %s)",
+            row = conn.execute(
+                "SELECT engram_insights_contribute(%s, %s, %s, %s, %s::float8[], %s, %s)",
                 (
                     team_id,
                     user_id,
@@ -49,8 +57,10 @@ class PostgresInsights:
                     [r.subject for r in rows],
                     [float(r.confidence) for r in rows],
                     cycle,
+                    _EPOCH + timedelta(milliseconds=read_at_ms),
                 ),
-            )
+            ).fetchone()
+        return bool(row and row[0])
 
     def publish(self, *, cycle: int, min_users: int, now_ms: int) -> int:
         with self._db.tenant(_NO_TEAM) as conn:
