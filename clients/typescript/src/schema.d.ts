@@ -667,6 +667,22 @@ export interface components {
             /** Ok */
             ok: boolean;
         };
+        /**
+         * CurrentOut
+         * @description What a change proposal would replace: the memory's id, its version now, and its value
+         *     (``null`` for a reviewer who may not read it: a user's own ``user`` memory is theirs).
+         */
+        CurrentOut: {
+            /** Id */
+            id: string;
+            /**
+             * Value
+             * @default null
+             */
+            value?: string | null;
+            /** Version */
+            version: number;
+        };
         /** DomainInsightOut */
         DomainInsightOut: {
             /** Domain */
@@ -693,6 +709,18 @@ export interface components {
              * @description A row is shown only with at least this many users.
              */
             minUsers: number;
+        };
+        /**
+         * DuplicateOut
+         * @description Another memory of the same owner and scope, under another key, whose value is close
+         *     to this one's (an embedder must be on): ``POST /v1/memories/{id}/merge`` folds one into
+         *     the other.
+         */
+        DuplicateOut: {
+            /** Id */
+            id: string;
+            /** Key */
+            key: string;
         };
         /** ErasureCounts */
         ErasureCounts: {
@@ -1514,12 +1542,63 @@ export interface components {
             deleteArchivedAfterDays?: number | null;
         };
         /**
+         * ReviewItemOut
+         * @description A pending proposal; with ``current`` a change proposal: the new value ``value`` for the
+         *     active memory ``current.id`` (approve makes it that memory's next version, under its id).
+         */
+        ReviewItemOut: {
+            /** Confidence */
+            confidence: number;
+            /** Createdat */
+            createdAt: number;
+            /** @default null */
+            current?: components["schemas"]["CurrentOut"] | null;
+            /** @default null */
+            duplicateOf?: components["schemas"]["DuplicateOut"] | null;
+            /** Id */
+            id: string;
+            /** Key */
+            key: string;
+            /** Ownerid */
+            ownerId: string;
+            /**
+             * Scope
+             * @enum {string}
+             */
+            scope: "user" | "persona" | "persona_user";
+            /**
+             * Sourcechannelid
+             * @default null
+             */
+            sourceChannelId?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "active" | "pending_review" | "archived" | "rejected";
+            /** Updatedat */
+            updatedAt: number;
+            /**
+             * Userid
+             * @default null
+             */
+            userId?: string | null;
+            /** Value */
+            value: string;
+            /**
+             * Version
+             * @description One more with every change of the memory. The memory's `ETag` is this number in quotes (`"3"`); send it as `If-Match` to edit only what you read.
+             */
+            version: number;
+        };
+        /**
          * ReviewListResponse
-         * @description One page of the pending memories, oldest first.
+         * @description One page of the review queue, newest first: pending proposals and change proposals
+         *     (``current`` set); ``nextCursor`` is ``null`` on the last page.
          */
         ReviewListResponse: {
             /** Memories */
-            memories: components["schemas"]["MemoryOut"][];
+            memories: components["schemas"]["ReviewItemOut"][];
             /**
              * Nextcursor
              * @default null

@@ -13,11 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from engram.adapters import inmemory_versions as histories
-from engram.adapters.inmemory_rows import (
-    ErasureRecords,
-    decode_cursor,
-    encode_cursor,
-)
+from engram.adapters.inmemory_rows import ErasureRecords
 from engram.adapters.inmemory_tx import InMemoryTx, MemoryTables
 from engram.clock import Clock, SystemClock
 from engram.memories.ports import (
@@ -104,6 +100,4 @@ __all__ = [
     "InMemoryMemoryStore",
     "InMemoryTx",
     "can_see",
-    "decode_cursor",
-    "encode_cursor",
 ]

@@ -4,11 +4,9 @@ erasure leaves of the audit."""
 
 from __future__ import annotations
 
-import base64
-from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
-from engram.errors import InvalidInput
+from engram.memories.cursors import decode_cursor, encode_cursor
 from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import suppression_digest
 from engram.memories.models import (
@@ -31,6 +29,10 @@ DedupKey = tuple[str, Scope, str, str, str]
 SuppressionKey = tuple[str, Scope, str, str, bytes]
 
 
+#: a table entry deleted (the in-memory journal's marker)
+MISSING: Any = object()
+
+
 def key_of(m: Memory | NewMemory) -> DedupKey:
     """A key's identity: its canonical form (``engram.memories.keys``)."""
     return (m.team_id, m.scope, m.owner_id, m.user_id or "", canonical_key(m.key))
@@ -38,23 +40,6 @@ def key_of(m: Memory | NewMemory) -> DedupKey:
 
 def suppression_key(m: Memory | NewMemory) -> SuppressionKey:
     return (m.team_id, m.scope, m.owner_id, m.user_id or "", suppression_digest(m.key, m.value))
-
-
-def encode_cursor(created_at: datetime, memory_id: str) -> str:
-    raw = f"{created_at.isoformat()}|{memory_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        stamp, _, memory_id = raw.partition("|")
-        when = datetime.fromisoformat(stamp)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor", "not a cursor this service issued") from None
-    if not memory_id or when.tzinfo is None:
-        raise InvalidInput("cursor", "not a cursor this service issued")
-    return when, memory_id
 
 
 def suppression_user(k: SuppressionKey) -> str | None:

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.adapters import inmemory_versions as histories
+from engram.adapters.inmemory_changes import ChangeMethods
 from engram.adapters.inmemory_rows import (
+    MISSING,
     DedupKey,
     ErasureRecords,
     SuppressionKey,
@@ -24,6 +26,7 @@ from engram.adapters.inmemory_rows import (
 )
 from engram.errors import Conflict
 from engram.events.models import Cause, MemoryEventType
+from engram.memories.changes import ChangeProposal
 from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import QuotaSubject, counts_toward, subject_user
 from engram.memories.models import (
@@ -55,7 +58,7 @@ from engram.memories.versions import (
     version_of,
 )
 
-_MISSING: Any = object()
+_MISSING = MISSING
 
 
 class MemoryTables:
@@ -78,10 +81,14 @@ class MemoryTables:
         self.erased_at: dict[tuple[str, str], datetime] = {}
         #: memory id -> its recorded versions, oldest first (kept after the row is deleted)
         self.versions: dict[str, list[MemoryVersion]] = {}
+        #: change proposals by id (pending and decided), beside their memories
+        self.changes: dict[str, ChangeProposal] = {}
 
 
-class InMemoryTx(MemoryTx):
+class InMemoryTx(ChangeMethods, MemoryTx):
     """One unit of work on a store's ``MemoryTables`` (the store holds its lock meanwhile)."""
+
+    _s: MemoryTables
 
     def __init__(self, store: MemoryTables, ctx: AccessContext, now: datetime) -> None:
         self._s = store
@@ -325,6 +332,7 @@ class InMemoryTx(MemoryTx):
         self._assign(self._s.by_key, key_of(row), _MISSING)
         self._assign(self._s.embeddings, memory_id, _MISSING)
         self._assign(self._s.edited, memory_id, _MISSING)
+        self._drop_changes(lambda c: c.memory_id != memory_id)
         return row
 
     def revive(self, memory: Memory) -> Memory:
@@ -417,6 +425,8 @@ class InMemoryTx(MemoryTx):
         ]
         for k in gone:
             self._assign(self._s.suppressions, k, _MISSING)
+        self._drop_changes(lambda c: c.memory_id not in erased)  # went with their memory
+        changes = self._drop_changes(lambda c: c.team_id != team or c.source_user_id != user_id)
         forgotten = 0
         for memory_id, history in list(self._s.versions.items()):
             if history[-1].team_id != team:
@@ -430,6 +440,7 @@ class InMemoryTx(MemoryTx):
             "review_actions": audit,
             "suppressions": len(gone),
             "versions": forgotten,
+            "changes": changes,
         }
 
     def apply_retention(

@@ -32,6 +32,32 @@ class MemoryOut(ResponseModel):
     )
 
 
+class CurrentOut(ResponseModel):
+    """What a change proposal would replace: the memory's id, its version now, and its value
+    (``null`` for a reviewer who may not read it: a user's own ``user`` memory is theirs)."""
+
+    id: str
+    version: int
+    value: str | None = None
+
+
+class DuplicateOut(ResponseModel):
+    """Another memory of the same owner and scope, under another key, whose value is close
+    to this one's (an embedder must be on): ``POST /v1/memories/{id}/merge`` folds one into
+    the other."""
+
+    id: str
+    key: str
+
+
+class ReviewItemOut(MemoryOut):
+    """A pending proposal; with ``current`` a change proposal: the new value ``value`` for the
+    active memory ``current.id`` (approve makes it that memory's next version, under its id)."""
+
+    current: CurrentOut | None = None
+    duplicate_of: DuplicateOut | None = None
+
+
 class MemoryListResponse(ResponseModel):
     memories: list[MemoryOut]
 

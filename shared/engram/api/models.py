@@ -56,12 +56,15 @@ from engram.api.memory_inputs import (
     TeamSettingsRequest,
 )
 from engram.api.memory_outputs import (
+    CurrentOut,
+    DuplicateOut,
     MemoryActionOut,
     MemoryHistoryResponse,
     MemoryListResponse,
     MemoryOut,
     MemoryPageResponse,
     MemoryVersionOut,
+    ReviewItemOut,
 )
 from engram.api.responses import EpochMs, FactCategoryOut, ObservationTypeOut, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
@@ -237,8 +240,12 @@ class QueuedResponse(ResponseModel):
 
 
 # --- review --------------------------------------------------------------------------------
-class ReviewListResponse(MemoryPageResponse):
-    """One page of the pending memories, oldest first."""
+class ReviewListResponse(ResponseModel):
+    """One page of the review queue, newest first: pending proposals and change proposals
+    (``current`` set); ``nextCursor`` is ``null`` on the last page."""
+
+    memories: list[ReviewItemOut]
+    next_cursor: str | None = None
 
 
 class BulkReviewResult(ResponseModel):
@@ -385,9 +392,11 @@ __all__ = [
     "BulkReviewRequest",
     "BulkReviewResponse",
     "BulkReviewResult",
+    "CurrentOut",
     "DependencyStatus",
     "DomainInsightOut",
     "DomainInsightsResponse",
+    "DuplicateOut",
     "ErasureCounts",
     "ErasureReceipt",
     "ErrorBody",
@@ -425,6 +434,7 @@ __all__ = [
     "RankedToolOut",
     "RetentionRule",
     "RetentionSettingsOut",
+    "ReviewItemOut",
     "ReviewListQuery",
     "ReviewListResponse",
     "SessionRequest",

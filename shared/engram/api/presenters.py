@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.api.errors import error_response
+from engram.api.memory_outputs import CurrentOut, DuplicateOut, ReviewItemOut
 from engram.api.models import (
     BulkReviewResponse,
     BulkReviewResult,
@@ -47,6 +48,7 @@ from engram.api.responses import epoch_ms
 from engram.api.tools import ToolFormat
 from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
+from engram.memories.changes import ReviewItem, ReviewPage
 from engram.memories.history import MemoryHistory
 from engram.memories.models import (
     Memory,
@@ -154,8 +156,20 @@ def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewRespons
     return BulkReviewResponse(results=results)
 
 
-def review_page(page: MemoryPage) -> ReviewListResponse:
-    return _page_of(ReviewListResponse, page)
+def review_item_out(item: ReviewItem) -> ReviewItemOut:
+    current, duplicate = item.current, item.duplicate_of
+    return ReviewItemOut.of(item.memory).model_copy(
+        update={
+            "current": None if current is None else CurrentOut(**vars(current)),
+            "duplicate_of": None if duplicate is None else DuplicateOut(**vars(duplicate)),
+        }
+    )
+
+
+def review_page(page: ReviewPage) -> ReviewListResponse:
+    return ReviewListResponse(
+        memories=[review_item_out(i) for i in page.items], next_cursor=page.next_cursor
+    )
 
 
 def session_response(context: SessionContext) -> SessionResponse:

@@ -18,6 +18,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import StringConstraints
@@ -34,6 +35,25 @@ Cursor = Annotated[
     str,
     StringConstraints(min_length=1, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN),
 ]
+
+
+def encode_cursor(created_at: datetime, row_id: str) -> str:
+    """A store's keyset position: the (``created_at``, id) of the last row of a page. Both
+    stores and the review queue (which merges two listings) page on it."""
+    raw = f"{created_at.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        stamp, _, row_id = raw.partition("|")
+        when = datetime.fromisoformat(stamp)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("cursor", "not a cursor this service issued") from None
+    if not row_id or when.tzinfo is None:
+        raise InvalidInput("cursor", "not a cursor this service issued")
+    return when, row_id
 
 
 def _b64(data: bytes) -> str:

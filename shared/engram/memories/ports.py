@@ -13,6 +13,7 @@ from typing import Protocol
 
 from engram.events.models import Cause, MemoryEventType
 from engram.memories.access import AccessContext
+from engram.memories.changes import ChangeProposal
 from engram.memories.lifecycle import QuotaSubject
 from engram.memories.models import (
     Memory,
@@ -163,6 +164,21 @@ class MemoryTx(Protocol):
         and persona's scopes), whatever their status then."""
         ...
 
+    def get_change(self, change_id: str) -> ChangeProposal | None:
+        """A change proposal (any status), visible when its memory is."""
+        ...
+
+    def change_for(self, memory_id: str) -> ChangeProposal | None:
+        """The memory's pending change, locked until the transaction ends (lock the memory
+        first: every writer locks a memory before its change)."""
+        ...
+
+    def list_changes(self, flt: MemoryFilter) -> list[tuple[ChangeProposal, Memory]]:
+        """Pending changes whose memory ``flt`` selects (its ``status`` aside), with their
+        memory, in ``list_memories``' order on the change's (``created_at``, id), from
+        ``flt.cursor``; at most ``flt.limit + 1``."""
+        ...
+
     def erased_since(self, user_id: str, since_ms: int) -> bool:
         """Whether ``user_id`` was erased at or after ``since_ms``; an erasure of the user in
         flight is waited for, and one that starts later waits for this transaction."""
@@ -197,6 +213,10 @@ class MemoryTx(Protocol):
 
     def revive(self, memory: Memory) -> Memory:
         """Insert a deleted memory again, under its id, as ``memory`` (its key free)."""
+        ...
+
+    def put_change(self, change: ChangeProposal) -> None:
+        """Write a change proposal (new, or the one of its id replaced)."""
         ...
 
     def forget_versions(self, memory_id: str) -> None:
@@ -240,8 +260,9 @@ class MemoryTx(Protocol):
         """Hard-delete the user and persona_user rows of ``user_id``, the persona rows learnt
         from them, their versions (also of such rows deleted before), the audit rows about any
         of those and their suppressions; take their id off the audit rows and versions where
-        they acted on what stays. Counts per scope (``user``, ``persona_user``, ``persona``),
-        ``review_actions``, ``suppressions`` and ``versions``."""
+        they acted on what stays, and the change proposals learnt from them. Counts per scope
+        (``user``, ``persona_user``, ``persona``), ``review_actions``, ``suppressions``,
+        ``versions`` and ``changes``."""
         ...
 
     def apply_retention(

@@ -5,15 +5,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engram.errors import EngramError, Forbidden, NotFound
+from engram.errors import Conflict, EngramError, Forbidden, InvalidInput, NotFound
 from engram.identity import Caller
 from engram.memories import writes
+from engram.memories.changes import Current, ReviewItem, ReviewPage, as_proposal
 from engram.memories.commands import Approve, BulkReview, ListPending
 from engram.memories.core import MemoryCore
+from engram.memories.cursors import encode_cursor
 from engram.memories.history import MemoryHistories
-from engram.memories.models import Memory, MemoryFilter, MemoryPage, ReviewAction, Status
+from engram.memories.lifecycle import private_to_its_user
+from engram.memories.models import Memory, MemoryFilter, ReviewAction, Status
 from engram.memories.ports import AccessContext, MemoryChange, MemoryTx
 from engram.memories.privacy import context_for
+
+
+def _current(tx: MemoryTx, row: Memory) -> Current:
+    """What a change would replace. A user's own ``user`` memory is theirs alone, so its value
+    is shown to a reviewer only while it is one its owner did not write (an approved proposal,
+    say: the reviewers saw it); a value the user saved or edited is withheld (``None``)."""
+    if not private_to_its_user(tx.ctx, row):
+        return Current(row.id, row.version, row.value)
+    latest = tx.version(row.id, None)
+    seen = latest is not None and latest.actor_id != row.owner_id and latest.value == row.value
+    return Current(row.id, row.version, row.value if seen else None)
 
 
 @dataclass(frozen=True)
@@ -37,10 +51,12 @@ class ReviewPipeline:
             raise Forbidden("only team admins review memories")
         return context_for(caller)
 
-    def list_pending(self, caller: Caller, query: ListPending | None = None) -> MemoryPage:
-        """One page of the team's pending memories, oldest first. ``next_cursor`` is signed
-        (``engram.memories.cursors``) for this team and persona filter; a ``cursor`` this
-        service did not issue for the same listing raises ``InvalidInput("cursor")``."""
+    def list_pending(self, caller: Caller, query: ListPending | None = None) -> ReviewPage:
+        """One page of the team's review queue, newest first: pending proposals and pending
+        changes of active memories (``current``: what each would replace), merged on
+        (created, id). ``next_cursor`` is signed (``engram.memories.cursors``) for this team
+        and persona filter; a ``cursor`` this service did not issue for the same listing
+        raises ``InvalidInput("cursor")``."""
         query = query or ListPending()
         ctx = self._admin(caller)
         listing = ("review", caller.team_id, query.persona_id or "")
@@ -49,9 +65,20 @@ class ReviewPipeline:
             status=Status.PENDING_REVIEW,
             persona_id=query.persona_id,
             limit=query.limit,
+            cursor=self._core.cursors.open(query.cursor, *listing),
         )
         with self._core.uow(ctx) as tx:
-            return self._core.signed_page(tx, flt, query.cursor, listing)
+            proposals = tx.list_memories(flt)
+            items = [ReviewItem(m) for m in proposals.memories] + [
+                ReviewItem(as_proposal(c, row), current=_current(tx, row))
+                for c, row in tx.list_changes(flt)
+            ]
+        items.sort(key=lambda i: (i.memory.created_at, i.memory.id), reverse=True)
+        more = proposals.next_cursor is not None or len(items) > flt.limit
+        page = items[: flt.limit]
+        last = page[-1].memory if page else None
+        cursor = encode_cursor(last.created_at, last.id) if more and last else None
+        return ReviewPage(page, self._core.cursors.sign(cursor, *listing))
 
     def approve(self, caller: Caller, memory_id: str, edit: Approve | None = None) -> Memory:
         """Approve a pending proposal, first applying ``edit`` (a new key and/or value).
@@ -90,7 +117,7 @@ class ReviewPipeline:
     ) -> Memory:
         proposed = tx.lock(memory_id)
         if proposed is None:
-            raise NotFound("no pending memory with this id")
+            return self._decide_change(tx, memory_id, action, edit)
         if action == "approve":
             key, value = (edit.key, edit.value) if edit is not None else (None, None)
             decision = self._core.embedded(
@@ -99,6 +126,33 @@ class ReviewPipeline:
         else:
             decision = MemoryChange(status=Status.REJECTED)
         return writes.review(tx, proposed, decision, decided=self._core.decided(tx.ctx, action))
+
+    def _decide_change(
+        self, tx: MemoryTx, change_id: str, action: str, edit: Approve | None
+    ) -> Memory:
+        """A change proposal's decision: its memory locked first, then the change (the
+        order every writer takes), which must still be that memory's pending change."""
+        found = tx.get_change(change_id)
+        row = tx.lock(found.memory_id) if found is not None else None
+        if found is None or row is None:
+            raise NotFound("no pending memory with this id")
+        change = tx.change_for(row.id)
+        if change is None or change.id != found.id:
+            raise Conflict(f"this change was already reviewed (it is {found.status.value})")
+        value = None
+        if action == "approve":
+            if edit is not None and edit.key is not None:
+                raise InvalidInput("key", "a change proposal changes the value only")
+            new_value = edit.value if edit is not None and edit.value else change.value
+            value = self._core.embedded(row, MemoryChange(value=new_value))
+        return writes.decide_change(
+            tx,
+            change,
+            row,
+            approve=action == "approve",
+            decided=self._core.decided(tx.ctx, action),
+            value=value,
+        )
 
     def history(self, caller: Caller, memory_id: str) -> list[ReviewAction]:
         """The audit trail of one memory, oldest first, also after it was deleted

@@ -8,8 +8,9 @@ inside one transaction, and the stores only read, lock and write rows.
 * Quotas: a write that creates a live row needs room on every limited counter it counts
   toward (``quota_refusal``), checked on counters the transaction has locked.
 * A proposal (``proposal_refused``) is dropped when its key and value are suppressed or held
-  by a rejected row, when the key's row is active, or when a person edited the key's pending
-  proposal (their edit holds until it is reviewed).
+  by a rejected row, when the key's row is active with that very value, or when a person
+  edited the key's pending proposal (their edit holds until it is reviewed). A new value for
+  an active key is a change proposal beside the row (``proposes_change``).
 * A person's decision: a rejected row is never edited back into play (``check_editable``);
   a review decides only a pending row (``check_pending``); a deletion, an archive and a
   rejection are suppressed (``suppresses``); a key or value a person gave marks the row
@@ -27,7 +28,7 @@ from engram.memories.lifecycle import QuotaSubject
 from engram.memories.models import Memory, NewMemory, Status
 from engram.memories.ports import KeyRow, MemoryChange
 
-Refusal = Literal["suppressed", "active", "edited"]
+Refusal = Literal["suppressed", "current", "edited"]
 
 
 def gives_way(current: KeyRow | None) -> Memory | None:
@@ -58,11 +59,17 @@ def proposal_refused(
     row = current.memory
     if row.status is Status.REJECTED:
         return "suppressed" if row.value == proposal.value else None
-    if row.status is Status.ACTIVE:
-        return "active"
+    if row.status is Status.ACTIVE and row.value == proposal.value:
+        return "current"
     if row.status is Status.PENDING_REVIEW and current.edited:
         return "edited"
     return None
+
+
+def proposes_change(current: KeyRow | None) -> bool:
+    """Whether a proposal (not refused) is a change of the key's active row, stored beside it
+    for a reviewer, rather than a write of the key's row."""
+    return current is not None and current.memory.status is Status.ACTIVE
 
 
 def check_editable(row: Memory) -> None:
@@ -113,6 +120,7 @@ __all__ = [
     "key_taken",
     "marks_edit",
     "proposal_refused",
+    "proposes_change",
     "quota_refusal",
     "suppresses",
 ]

@@ -5,11 +5,13 @@ caller's ``with uow(ctx) as tx`` commits or rolls back as a whole."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from engram.errors import Conflict
 from engram.events.models import SERVICE_ACTOR, MemoryEventType
 from engram.memories import rules
+from engram.memories.changes import ChangeProposal, ChangeStatus, as_proposal
 from engram.memories.lifecycle import AuditStamp, Quotas, audit_row, check_version
 from engram.memories.models import LIVE_STATUSES, Memory, NewMemory, Status
 from engram.memories.ports import MemoryChange, MemoryTx
@@ -91,6 +93,8 @@ def propose(
         current = tx.lock_key(memory.scope, memory.owner_id, memory.user_id, memory.key)
         if rules.proposal_refused(memory, current, suppressed=suppressed) is not None:
             return None
+        if current is not None and rules.proposes_change(current):
+            return _propose_change(tx, current.memory, memory)
         live = None if current is None or current.memory.status is Status.REJECTED else current
         if live is not None:
             row, created = tx.overwrite(live.memory, memory), False
@@ -109,6 +113,57 @@ def propose(
         tx.publish("memory.proposed", row, actor_id=SERVICE_ACTOR, cause="extraction")
         return row, created
     return None
+
+
+def _propose_change(tx: MemoryTx, row: Memory, memory: NewMemory) -> tuple[Memory, bool]:
+    """``memory``'s value as the pending change of the active ``row`` (locked): a new change,
+    or the row's pending one refreshed with the newer value. As the review queue shows it."""
+    pending = tx.change_for(row.id)
+    change = ChangeProposal(
+        id=pending.id if pending is not None else str(uuid.uuid4()),
+        team_id=row.team_id,
+        memory_id=row.id,
+        value=memory.value,
+        confidence=memory.confidence,
+        source_user_id=memory.source_user_id,
+        source_channel_id=memory.source_channel_id,
+        created_at=pending.created_at if pending is not None else tx.now,
+        updated_at=tx.now,
+    )
+    tx.put_change(change)
+    return as_proposal(change, row), pending is None
+
+
+def decide_change(
+    tx: MemoryTx,
+    change: ChangeProposal,
+    row: Memory,
+    *,
+    approve: bool,
+    decided: AuditStamp,
+    value: MemoryChange | None = None,
+) -> Memory:
+    """Decide the pending ``change`` of the locked ``row``. Approving makes its value (or
+    ``value``'s, an edit with its embedding) the row's next version, under the row's id;
+    rejecting leaves the row as it is and suppresses the proposed value for the key. The
+    decided memory (approved) or the change as a rejected proposal."""
+    proposed = as_proposal(change, row)
+    status = ChangeStatus.APPROVED if approve else ChangeStatus.REJECTED
+    tx.put_change(change.model_copy(update={"status": status, "updated_at": tx.now}))
+    if not approve:
+        refused = proposed.model_copy(update={"status": Status.REJECTED})
+        tx.suppress(refused)
+        tx.audit(audit_row(decided, row.id, proposed, refused))
+        return refused
+    rules.check_editable(row)
+    after = tx.change(row, value or MemoryChange(value=change.value))
+    if after is None:
+        raise Conflict("this memory changed while the change was reviewed; try again")
+    actor = actor_of(tx.ctx, row)
+    tx.publish("memory.updated", after, actor_id=actor.id, cause="review")
+    _versioned(tx, row, after, actor)
+    tx.audit(audit_row(decided, after.id, row, after))
+    return after
 
 
 def _move_key(tx: MemoryTx, row: Memory, change: MemoryChange) -> None:
@@ -261,4 +316,4 @@ def restore(
     return after
 
 
-__all__ = ["delete", "edit", "propose", "restore", "review", "save"]
+__all__ = ["decide_change", "delete", "edit", "propose", "restore", "review", "save"]

@@ -78,18 +78,39 @@ def test_transcript_to_review_queue_approve_recall_reject_never_returns(world: W
         "Remember that the release is on Friday.",
     )
     counts = run_frequent(world)["tasks"]["extraction"]["counts"]
-    assert counts["proposalsCreated"] == 0
+    assert counts["proposalsCreated"] == 1  # emacs: a change of the active editor
     assert counts["proposalsRefreshed"] == 1  # the pending "release", now from conv-2
-    assert counts["proposalsDropped"] == 2  # rejected dark mode; the active editor
+    assert counts["proposalsDropped"] == 1  # rejected dark mode
     again = pending(world)
-    assert set(again) == {"release"}
+    assert set(again) == {"release", "preferred editor"}
     assert again["release"].source_channel_id == "conv-2"
     rejected = memories.get(alice, found["preference dark mode"].id)
     assert rejected.status is Status.REJECTED  # kept, so the same value never returns
     trail = memories.review.history(boss, rejected.id)  # a proposal: the reviewers' to read
     assert [(a.action, a.actor_id) for a in trail] == [("reject", "boss")]
+    # the change waits beside the memory, which is unchanged until a reviewer decides
     assert [(m.key, m.value) for m in memories.recall(alice, Recall(query="editor"))] == [
         ("preferred editor", "vim")
+    ]
+    [change] = [
+        item
+        for item in memories.review.list_pending(boss).items
+        if item.memory.key == "preferred editor"
+    ]
+    editor = found["preferred editor"]
+    assert change.memory.value == "emacs"
+    assert change.memory.id != editor.id
+    assert change.current is not None
+    # the reviewers approved "vim" themselves, so they see what the change would replace
+    assert (change.current.id, change.current.value) == (editor.id, "vim")
+    approved = memories.review.approve(boss, change.memory.id)
+    assert (approved.id, approved.value, approved.version) == (
+        editor.id,
+        "emacs",
+        change.current.version + 1,
+    )
+    assert [(m.key, m.value) for m in memories.recall(alice, Recall(query="editor"))] == [
+        ("preferred editor", "emacs")
     ]
 
 

@@ -45,7 +45,7 @@ def _pending(service: MemoryService) -> list[Memory]:
     return list(service.review.list_pending(ADMIN).memories)
 
 
-def test_created_then_refreshed_then_dropped_once_approved() -> None:
+def test_created_then_refreshed_then_a_change_once_approved() -> None:
     service = _service()
     sink = MemoryProposalSink(service.jobs)
     assert sink.propose(_job(), _proposal("allergy", "peanuts")) == "created"
@@ -53,7 +53,10 @@ def test_created_then_refreshed_then_dropped_once_approved() -> None:
     [pending] = _pending(service)
     assert (pending.value, pending.status) == ("peanuts and shellfish", Status.PENDING_REVIEW)
     service.review.approve(ADMIN, pending.id)
-    assert sink.propose(_job(), _proposal("allergy", "nothing")) == "dropped"
+    # the approved value again is nothing new; another value is a change proposal
+    assert sink.propose(_job(), _proposal("allergy", "peanuts and shellfish")) == "dropped"
+    assert sink.propose(_job(), _proposal("allergy", "nothing")) == "created"
+    assert sink.propose(_job(), _proposal("allergy", "nothing at all")) == "refreshed"
 
 
 def test_rejected_key_is_dropped_and_memory_off_drops_everything() -> None:
@@ -81,8 +84,8 @@ def test_propose_outcome_returns_the_stored_memory_and_propose_stays_compatible(
     assert again.id == first.memory.id
     assert again.value == "vim"
     service.review.approve(ADMIN, first.memory.id)
-    assert service.jobs.propose("t1", "alice", None, "editor", "emacs", 0.7, "c3") is None
-    dropped = service.jobs.propose_outcome("t1", "alice", None, "editor", "emacs", 0.7, "c3")
+    assert service.jobs.propose("t1", "alice", None, "editor", "vim", 0.7, "c3") is None
+    dropped = service.jobs.propose_outcome("t1", "alice", None, "editor", "vim", 0.7, "c3")
     assert (dropped.outcome, dropped.memory) == ("dropped", None)
 
 

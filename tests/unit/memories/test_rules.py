@@ -40,7 +40,8 @@ def row(status: Status, value: str = "teal", memory_id: str = "m1") -> Memory:
         (None, True, "suppressed"),
         (KeyRow(row(Status.REJECTED, "crimson")), False, "suppressed"),
         (KeyRow(row(Status.REJECTED, "teal")), False, None),
-        (KeyRow(row(Status.ACTIVE)), False, "active"),
+        (KeyRow(row(Status.ACTIVE)), False, None),  # a change proposal (proposes_change)
+        (KeyRow(row(Status.ACTIVE, "crimson")), False, "current"),
         (KeyRow(row(Status.PENDING_REVIEW)), False, None),
         (KeyRow(row(Status.PENDING_REVIEW), edited=True), False, "edited"),
         (KeyRow(row(Status.ARCHIVED), edited=True), False, None),
@@ -50,6 +51,13 @@ def test_what_a_proposal_refuses(
     current: KeyRow | None, suppressed: bool, refusal: str | None
 ) -> None:
     assert rules.proposal_refused(PROPOSAL, current, suppressed=suppressed) == refusal
+
+
+def test_only_an_active_row_takes_change_proposals() -> None:
+    assert rules.proposes_change(KeyRow(row(Status.ACTIVE)))
+    for status in (Status.PENDING_REVIEW, Status.ARCHIVED, Status.REJECTED):
+        assert not rules.proposes_change(KeyRow(row(status)))
+    assert not rules.proposes_change(None)
 
 
 def test_only_a_rejected_row_gives_way() -> None:

@@ -21,6 +21,7 @@ from psycopg import Cursor
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 
+from engram.adapters.postgres.changes import erase_changes
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
 from engram.errors import Conflict
 from engram.memories.keys import canonical_key
@@ -211,6 +212,7 @@ def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
     )
     suppressions = cur.rowcount
     versions = _erase_versions(cur, team_id, user_id, [row["id"] for row in deleted])
+    learnt = erase_changes(cur, team_id, user_id)
     cur.execute(
         "DELETE FROM memory_usage WHERE team_id = %s AND kind = 'user' AND subject = %s"
         " AND used = 0",
@@ -221,4 +223,5 @@ def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
         "review_actions": audit,
         "suppressions": suppressions,
         "versions": versions,
+        "changes": learnt,
     }

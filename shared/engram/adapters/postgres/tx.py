@@ -13,8 +13,7 @@ from typing import Any
 
 from psycopg import Cursor
 
-from engram.adapters.inmemory_rows import decode_cursor, encode_cursor
-from engram.adapters.postgres import erasures, personas, saving, versions
+from engram.adapters.postgres import changes, erasures, personas, saving, versions
 from engram.adapters.postgres.lifecycle import (
     IDENTITY,
     ON_KEY,
@@ -31,6 +30,8 @@ from engram.adapters.postgres.rows import COLUMNS, action_from_row, as_uuid, mem
 from engram.adapters.postgres.rows import vector_literal as _vector
 from engram.errors import Conflict, InvalidInput
 from engram.events.models import SERVICE_ACTOR, Cause, MemoryEventType
+from engram.memories.changes import ChangeProposal
+from engram.memories.cursors import decode_cursor, encode_cursor
 from engram.memories.keys import canonical_key
 from engram.memories.lifecycle import QuotaSubject, suppression_digests
 from engram.memories.models import (
@@ -88,8 +89,9 @@ def row_values(memory: NewMemory, now: datetime) -> dict[str, Any]:
     }
 
 
-def listing_sql(flt: MemoryFilter) -> tuple[str, list[Any]]:
-    """One page of ``flt`` (one row more than the page, to know whether another follows)."""
+def filter_sql(flt: MemoryFilter, position: str = "m") -> tuple[list[str], list[Any]]:
+    """The conditions of ``flt`` on the memories ``m`` (its ``status`` only when given) and
+    its cursor on ``position``'s (``created_at``, id): a page's rows (``m``) or changes."""
     where = ["m.team_id = %s"]
     params: list[Any] = [flt.team_id]
     for column, value in (
@@ -131,8 +133,14 @@ def listing_sql(flt: MemoryFilter) -> tuple[str, list[Any]]:
         after = as_uuid(after_id)
         if after is None:
             raise InvalidInput("cursor", "not a cursor this service issued")
-        where.append("(m.created_at, m.id) < (%s, %s)")
+        where.append(f"({position}.created_at, {position}.id) < (%s, %s)")
         params += [when, after]
+    return where, params
+
+
+def listing_sql(flt: MemoryFilter) -> tuple[str, list[Any]]:
+    """One page of ``flt`` (one row more than the page, to know whether another follows)."""
+    where, params = filter_sql(flt)
     params.append(flt.limit + 1)
     return (
         f"SELECT {COLUMNS} FROM memories m WHERE {' AND '.join(where)}"
@@ -200,6 +208,19 @@ class PostgresTx(MemoryTx):
             (self._ctx.team_id, scope.value, owner_id, user_id or "", canonical_key(key)),
         )
         return None if row is None else KeyRow(memory_from_row(row), bool(row["edited"]))
+
+    def get_change(self, change_id: str) -> ChangeProposal | None:
+        return changes.get_change(self._cur, self._ctx.team_id, change_id)
+
+    def change_for(self, memory_id: str) -> ChangeProposal | None:
+        return changes.change_for(self._cur, self._ctx.team_id, memory_id)
+
+    def list_changes(self, flt: MemoryFilter) -> list[tuple[ChangeProposal, Memory]]:
+        where, params = filter_sql(flt.model_copy(update={"status": None}), position="c")
+        return changes.list_changes(self._cur, flt, where, params)
+
+    def put_change(self, change: ChangeProposal) -> None:
+        changes.put_change(self._cur, change)
 
     def list_memories(self, flt: MemoryFilter) -> MemoryPage:
         sql, params = listing_sql(flt)

@@ -1,0 +1,142 @@
+"""A new value learnt for an active key is a change proposal beside the memory: approving it
+makes it the memory's next version under the same id, rejecting it keeps the memory and
+refuses that value from then on. On the in-memory store and on PostgreSQL 18 and 16, through
+the service the extraction job and the review API call."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from tests.integration.memories.conftest import ADMIN, ALICE, EVERY_VERSION, Backend
+
+from engram.errors import Conflict, InvalidInput
+from engram.memories.commands import Approve, BulkReview, EditMemory, Recall, SaveMemory
+from engram.memories.models import Memory, Status
+from engram.memories.service import MemoryService
+
+pytestmark = [pytest.mark.integration, EVERY_VERSION]
+
+
+def learn(svc: MemoryService, key: str, value: str) -> Memory | None:
+    """What the extraction job does with one proposal from alice's transcript."""
+    return svc.jobs.propose("t1", "alice", None, key, value, 0.8, "conv-1")
+
+
+def queue(svc: MemoryService) -> list[tuple[str, str, tuple[object, ...] | None]]:
+    return [
+        (
+            item.memory.key,
+            item.memory.value,
+            None
+            if item.current is None
+            else (item.current.id, item.current.version, item.current.value),
+        )
+        for item in svc.review.list_pending(ADMIN).items
+    ]
+
+
+def approved(svc: MemoryService, key: str, value: str) -> Memory:
+    proposal = learn(svc, key, value)
+    assert proposal is not None
+    return svc.review.approve(ADMIN, proposal.id)
+
+
+def test_a_new_value_is_one_change_approve_makes_it_current_reject_keeps_refusing(
+    backend: Backend,
+) -> None:
+    svc = backend.service()
+    teal = approved(svc, "favourite colour", "teal")
+    assert learn(svc, "favourite colour", "teal") is None  # the current value: nothing new
+
+    change = learn(svc, "Favourite_Colour", "crimson")  # any spelling of the key
+    assert change is not None
+    assert change.id != teal.id
+    assert learn(svc, "favourite colour", "crimson") is not None  # the same transcript again
+    assert queue(svc) == [("favourite colour", "crimson", (teal.id, teal.version, "teal"))]
+    assert svc.get(ALICE, teal.id).value == "teal"  # unchanged until a reviewer decides
+    assert [m.value for m in svc.recall(ALICE, Recall(query="colour"))] == ["teal"]
+
+    crimson = svc.review.approve(ADMIN, change.id)
+    assert (crimson.id, crimson.value, crimson.version) == (teal.id, "crimson", teal.version + 1)
+    assert queue(svc) == []
+    with pytest.raises(Conflict):
+        svc.review.reject(ADMIN, change.id)  # already decided
+    page = svc.histories.history(ALICE, teal.id).page
+    assert [(v.value, v.status, v.actor_id) for v in page.versions] == [
+        ("teal", "pending_review", "engram-system"),  # proposed
+        ("teal", "active", "root"),  # approved
+        ("crimson", "active", "root"),  # the change approved
+    ]
+    assert [m.value for m in svc.recall(ALICE, Recall(query="colour"))] == ["crimson"]
+
+    scarlet = learn(svc, "favourite colour", "scarlet")
+    assert scarlet is not None
+    refused = svc.review.reject(ADMIN, scarlet.id)
+    assert (refused.id, refused.status) == (scarlet.id, Status.REJECTED)
+    assert svc.get(ALICE, teal.id).value == "crimson"
+    assert learn(svc, "favourite colour", "scarlet") is None  # refused from then on
+    assert learn(svc, "favourite colour", "crimson") is None
+    assert queue(svc) == []
+    actions = [(a.action, a.actor_id) for a in svc.review.history(ALICE, teal.id)]
+    assert actions == [("approve", "root"), ("approve", "root"), ("reject", "root")]
+
+
+def test_a_newer_value_replaces_the_pending_change_and_an_edit_changes_the_value_only(
+    backend: Backend,
+) -> None:
+    svc = backend.service()
+    editor = approved(svc, "editor", "vim")
+    first = learn(svc, "editor", "emacs")
+    second = learn(svc, "editor", "helix")
+    assert first is not None
+    assert second is not None
+    assert second.id == first.id  # one pending change per memory, with the newest value
+    assert queue(svc) == [("editor", "helix", (editor.id, editor.version, "vim"))]
+    with pytest.raises(InvalidInput) as refused:
+        svc.review.approve(ADMIN, first.id, Approve(key="text editor"))
+    assert refused.value.field == "key"
+    decided = svc.review.approve(ADMIN, first.id, Approve(value="helix 25"))
+    assert (decided.id, decided.key, decided.value) == (editor.id, "editor", "helix 25")
+    [outcome] = svc.review.review_many(ADMIN, BulkReview(action="approve", ids=[first.id]))
+    assert isinstance(outcome.error, Conflict)
+
+
+def test_a_value_the_user_wrote_is_not_shown_to_reviewers(backend: Backend) -> None:
+    svc = backend.service()
+    city, _ = svc.save(ALICE, SaveMemory(key="home city", value="Oslo"))
+    assert learn(svc, "home city", "Bergen") is not None
+    assert queue(svc) == [("home city", "Bergen", (city.id, city.version, None))]
+    moved = svc.review.approve(ADMIN, svc.review.list_pending(ADMIN).items[0].memory.id)
+    assert (moved.id, moved.value) == (city.id, "Bergen")
+    assert learn(svc, "home city", "Tromsø") is not None  # now the reviewers' own value
+    assert queue(svc) == [("home city", "Tromsø", (city.id, moved.version, "Bergen"))]
+
+
+def test_an_approval_racing_the_users_edit_keeps_both_as_versions(backend: Backend) -> None:
+    svc = backend.service()
+    for round_ in range(4):
+        memory = approved(svc, f"tea {round_}", "green")
+        change = learn(svc, f"tea {round_}", "black")
+        assert change is not None
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            racing = [
+                pool.submit(svc.review.approve, ADMIN, change.id),
+                pool.submit(svc.update, ALICE, memory.id, EditMemory(value="oolong")),
+            ]
+            for future in racing:
+                future.result()
+        versions = svc.histories.history(ALICE, memory.id).page.versions
+        assert [v.version for v in versions] == [1, 2, 3, 4]
+        assert sorted(v.value for v in versions[2:]) == ["black", "oolong"]
+        assert svc.get(ALICE, memory.id).value == versions[-1].value  # the later one holds
+        assert queue(svc) == []
+
+
+def test_an_erased_users_changes_go_with_them(backend: Backend) -> None:
+    svc = backend.service()
+    approved(svc, "pet", "a cat")
+    assert learn(svc, "pet", "a dog") is not None
+    receipt = svc.erase(ALICE)
+    assert receipt["user"] == 1
+    assert queue(svc) == []
