@@ -245,6 +245,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** fold one memory into another of the same owner and scope (a duplicate) */
+        post: operations["postMemoriesIdMerge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/{id}/restore": {
         parameters: {
             query?: never;
@@ -1007,6 +1024,11 @@ export interface components {
              */
             nextCursor?: string | null;
             /**
+             * @description A value the extraction job learnt for this memory, waiting in the review queue under its own id (`POST /v1/review/{id}/approve` makes it this memory's next version).
+             * @default null
+             */
+            pendingChange?: components["schemas"]["PendingChangeOut"] | null;
+            /**
              * Recordedfrom
              * @default null
              */
@@ -1018,6 +1040,16 @@ export interface components {
         MemoryListResponse: {
             /** Memories */
             memories: components["schemas"]["MemoryOut"][];
+        };
+        /**
+         * MemoryMergeRequest
+         * @description ``POST /v1/memories/{id}/merge``: fold memory ``{id}`` into ``into`` (the same owner
+         *     and scope): its versions become ``into``'s earliest, ``{id}`` is removed, and the answer
+         *     is ``into`` as it now is.
+         */
+        MemoryMergeRequest: {
+            /** Into */
+            into: string;
         };
         /** MemoryOut */
         MemoryOut: {
@@ -1426,6 +1458,20 @@ export interface components {
             type?: "function_call_output";
         };
         /**
+         * PendingChangeOut
+         * @description A change proposal about a memory: its id in the review queue and the proposed value.
+         */
+        PendingChangeOut: {
+            /** Confidence */
+            confidence: number;
+            /** Createdat */
+            createdAt: number;
+            /** Id */
+            id: string;
+            /** Value */
+            value: string;
+        };
+        /**
          * PersonaListResponse
          * @description ``GET /v1/personas``: the personas configured in the caller's team, by id.
          */
@@ -1604,6 +1650,55 @@ export interface components {
              * @default null
              */
             nextCursor?: string | null;
+        };
+        /**
+         * SavedMemoryOut
+         * @description ``POST /v1/memories``: the memory saved; ``duplicateOf`` names another of the caller's
+         *     memories, under another key, whose value is close (an embedder that flags duplicates must
+         *     be on): ``POST /v1/memories/{id}/merge`` folds one into the other.
+         */
+        SavedMemoryOut: {
+            /** Confidence */
+            confidence: number;
+            /** Createdat */
+            createdAt: number;
+            /** @default null */
+            duplicateOf?: components["schemas"]["DuplicateOut"] | null;
+            /** Id */
+            id: string;
+            /** Key */
+            key: string;
+            /** Ownerid */
+            ownerId: string;
+            /**
+             * Scope
+             * @enum {string}
+             */
+            scope: "user" | "persona" | "persona_user";
+            /**
+             * Sourcechannelid
+             * @default null
+             */
+            sourceChannelId?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "active" | "pending_review" | "archived" | "rejected";
+            /** Updatedat */
+            updatedAt: number;
+            /**
+             * Userid
+             * @default null
+             */
+            userId?: string | null;
+            /** Value */
+            value: string;
+            /**
+             * Version
+             * @description One more with every change of the memory. The memory's `ETag` is this number in quotes (`"3"`); send it as `If-Match` to edit only what you read.
+             */
+            version: number;
         };
         /** SessionRequest */
         SessionRequest: {
@@ -2814,7 +2909,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemoryOut"];
+                    "application/json": components["schemas"]["SavedMemoryOut"];
                 };
             };
             /** @description success */
@@ -2825,7 +2920,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemoryOut"];
+                    "application/json": components["schemas"]["SavedMemoryOut"];
                 };
             };
             /** @description malformed JSON */
@@ -3475,6 +3570,118 @@ export interface operations {
             };
             /** @description not found (also another user's object) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; details name the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limited (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a write could not be durably accepted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    postMemoriesIdMerge: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The memory's ETag as read ("3"): change it only if it is still at that version, else 412 precondition_failed and nothing changes. `*`, or no header: whatever its version. Compared strongly: a weak tag never matches. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryMergeRequest"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    /** @description The memory's version in quotes; send it back as If-Match. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
+                };
+            };
+            /** @description malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description known caller, not allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not found (also another user's object) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the If-Match no longer matches: the memory changed since it was read */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,6 +11,7 @@ from typing import Any
 
 from engram.adapters import inmemory_versions as histories
 from engram.adapters.inmemory_changes import ChangeMethods
+from engram.adapters.inmemory_merges import MergeMethods
 from engram.adapters.inmemory_rows import (
     MISSING,
     DedupKey,
@@ -85,7 +86,7 @@ class MemoryTables:
         self.changes: dict[str, ChangeProposal] = {}
 
 
-class InMemoryTx(ChangeMethods, MemoryTx):
+class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
     """One unit of work on a store's ``MemoryTables`` (the store holds its lock meanwhile)."""
 
     _s: MemoryTables
@@ -380,6 +381,7 @@ class InMemoryTx(ChangeMethods, MemoryTx):
         actor_id: str,
         cause: Cause,
         deleted: bool = False,
+        into: str | None = None,
     ) -> None:
         """The in-memory store keeps no outbox (nothing relays its events)."""
 

@@ -40,11 +40,33 @@ def page(history: History, after: int, limit: int) -> VersionPage:
 
 
 def current_at(history: History, at: datetime) -> MemoryVersion | None:
-    """The version current at ``at``: ``valid_from <= at < valid_to``."""
+    """The version current at ``at``: ``valid_from <= at < valid_to`` (the latest such: the
+    versions a merge folded in may overlap the memory's own)."""
     return next(
-        (v for v in history if v.valid_from <= at and (v.valid_to is None or at < v.valid_to)),
+        (
+            v
+            for v in reversed(history)
+            if v.valid_from <= at and (v.valid_to is None or at < v.valid_to)
+        ),
         None,
     )
+
+
+def folded(row: History, into: History, into_id: str, now: datetime) -> History:
+    """``into``'s history once ``row``'s is folded in: ``row``'s versions first, numbered from
+    1 (the current one ended ``now``), then ``into``'s own, numbered after them."""
+    moved = [
+        v.model_copy(
+            update={
+                "memory_id": into_id,
+                "version": n,
+                "valid_to": now if v.valid_to is None else v.valid_to,
+            }
+        )
+        for n, v in enumerate(row, start=1)
+    ]
+    shifted = [v.model_copy(update={"version": v.version + len(moved)}) for v in into]
+    return moved + shifted
 
 
 def recalled_at(history: History, request: RecallRequest, at: datetime) -> MemoryVersion | None:

@@ -199,6 +199,14 @@ class MemoryRestoreRequest(InputModel):
     version: VersionNumber
 
 
+class MemoryMergeRequest(InputModel):
+    """``POST /v1/memories/{id}/merge``: fold memory ``{id}`` into ``into`` (the same owner
+    and scope): its versions become ``into``'s earliest, ``{id}`` is removed, and the answer
+    is ``into`` as it now is."""
+
+    into: Identifier
+
+
 class ReviewListQuery(QueryInput):
     """``GET /v1/review?personaId=&limit=&cursor=``: one page of pending memories, oldest
     first; pass ``nextCursor`` back as ``cursor`` for the next page."""

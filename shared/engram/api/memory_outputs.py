@@ -50,6 +50,23 @@ class DuplicateOut(ResponseModel):
     key: str
 
 
+class PendingChangeOut(ResponseModel):
+    """A change proposal about a memory: its id in the review queue and the proposed value."""
+
+    id: str
+    value: str
+    confidence: float
+    created_at: EpochMs
+
+
+class SavedMemoryOut(MemoryOut):
+    """``POST /v1/memories``: the memory saved; ``duplicateOf`` names another of the caller's
+    memories, under another key, whose value is close (an embedder that flags duplicates must
+    be on): ``POST /v1/memories/{id}/merge`` folds one into the other."""
+
+    duplicate_of: DuplicateOut | None = None
+
+
 class ReviewItemOut(MemoryOut):
     """A pending proposal; with ``current`` a change proposal: the new value ``value`` for the
     active memory ``current.id`` (approve makes it that memory's next version, under its id)."""
@@ -108,3 +125,9 @@ class MemoryHistoryResponse(ResponseModel):
     versions: list[MemoryVersionOut]
     actions: list[MemoryActionOut]
     next_cursor: str | None = None
+    pending_change: PendingChangeOut | None = Field(
+        default=None,
+        description="A value the extraction job learnt for this memory, waiting in the review "
+        "queue under its own id (`POST /v1/review/{id}/approve` makes it this memory's next "
+        "version).",
+    )

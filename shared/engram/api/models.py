@@ -44,6 +44,7 @@ from engram.api.memory_inputs import (
     MemoryGetQuery,
     MemoryHistoryQuery,
     MemoryListQuery,
+    MemoryMergeRequest,
     MemoryPatchRequest,
     MemoryRecallArgs,
     MemoryRecallQuery,
@@ -64,7 +65,9 @@ from engram.api.memory_outputs import (
     MemoryOut,
     MemoryPageResponse,
     MemoryVersionOut,
+    PendingChangeOut,
     ReviewItemOut,
+    SavedMemoryOut,
 )
 from engram.api.responses import EpochMs, FactCategoryOut, ObservationTypeOut, ResponseModel
 from engram.api.tool_calls import ToolCallQuery, ToolsQuery
@@ -414,6 +417,7 @@ __all__ = [
     "MemoryHistoryResponse",
     "MemoryListQuery",
     "MemoryListResponse",
+    "MemoryMergeRequest",
     "MemoryOut",
     "MemoryPageResponse",
     "MemoryPatchRequest",
@@ -426,6 +430,7 @@ __all__ = [
     "ObservationIn",
     "ObservationOut",
     "ObservationsRequest",
+    "PendingChangeOut",
     "PersonaListResponse",
     "PersonaRequest",
     "PersonaResponse",
@@ -437,6 +442,7 @@ __all__ = [
     "ReviewItemOut",
     "ReviewListQuery",
     "ReviewListResponse",
+    "SavedMemoryOut",
     "SessionRequest",
     "SessionResponse",
     "SessionSections",

@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.api.errors import error_response
-from engram.api.memory_outputs import CurrentOut, DuplicateOut, ReviewItemOut
+from engram.api.memory_outputs import (
+    CurrentOut,
+    DuplicateOut,
+    PendingChangeOut,
+    ReviewItemOut,
+    SavedMemoryOut,
+)
 from engram.api.models import (
     BulkReviewResponse,
     BulkReviewResult,
@@ -48,7 +54,7 @@ from engram.api.responses import epoch_ms
 from engram.api.tools import ToolFormat
 from engram.behaviour.models import Fact
 from engram.insights.models import InsightsPage
-from engram.memories.changes import ReviewItem, ReviewPage
+from engram.memories.changes import Duplicate, ReviewItem, ReviewPage
 from engram.memories.history import MemoryHistory
 from engram.memories.models import (
     Memory,
@@ -122,6 +128,9 @@ def memory_history(history: MemoryHistory) -> MemoryHistoryResponse:
         versions=[version_out(v) for v in page.versions],
         actions=[action_out(a) for a in history.actions],
         next_cursor=None if page.next_after is None else str(page.next_after),
+        pending_change=None
+        if history.pending_change is None
+        else PendingChangeOut.of(history.pending_change),
     )
 
 
@@ -154,6 +163,11 @@ def bulk_review_response(outcomes: Sequence[ReviewOutcome]) -> BulkReviewRespons
             )
         )
     return BulkReviewResponse(results=results)
+
+
+def saved_out(memory: Memory, duplicate: Duplicate | None) -> SavedMemoryOut:
+    flagged = None if duplicate is None else DuplicateOut(**vars(duplicate))
+    return SavedMemoryOut.of(memory).model_copy(update={"duplicate_of": flagged})
 
 
 def review_item_out(item: ReviewItem) -> ReviewItemOut:

@@ -33,6 +33,7 @@ MemoryEventType = Literal[
     "memory.approved",
     "memory.rejected",
     "memory.restored",
+    "memory.merged",
 ]
 EventType = Literal[MemoryEventType, "user.erased", "team.settings.changed"]
 
@@ -101,6 +102,16 @@ class MemoryUpdated(_MemoryChange):
     version: int = Field(ge=1, description="the memory's version after the change")
 
 
+class MemoryMerged(_MemoryChange):
+    """``memory.merged``: a person folded the memory ``memoryId`` into ``intoId`` (same owner
+    and scope): its versions are now ``intoId``'s earliest, and it is gone (``status`` null).
+    Ids only."""
+
+    type: Literal["memory.merged"]
+    schema_version: Literal[1] = Field(description="version of this event type's schema")
+    into_id: str = Field(min_length=1, max_length=limits.MAX_ID_CHARS)
+
+
 class UserErased(_Event):
     """``DELETE /v1/me``: everything held about the user is being erased. ``sequence``
     counts the user's erasures."""
@@ -130,13 +141,14 @@ class TeamSettingsChanged(_Event):
     retention: RetentionSettings
 
 
-DomainEvent = MemoryEvent | MemoryUpdated | UserErased | TeamSettingsChanged
+DomainEvent = MemoryEvent | MemoryUpdated | MemoryMerged | UserErased | TeamSettingsChanged
 
 #: the model of each event type
 MEMORY_EVENT_TYPES: tuple[MemoryEventType, ...] = get_args(MemoryEventType)
 MODELS: dict[str, type[_Event]] = {
     **dict.fromkeys(MEMORY_EVENT_TYPES, MemoryEvent),
     "memory.updated": MemoryUpdated,
+    "memory.merged": MemoryMerged,
     "user.erased": UserErased,
     "team.settings.changed": TeamSettingsChanged,
 }

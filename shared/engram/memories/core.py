@@ -16,6 +16,7 @@ from typing import Any
 from engram.clock import Clock, SystemClock
 from engram.errors import Forbidden, MemoryDisabled, NotFound
 from engram.identity import Caller
+from engram.memories.changes import Duplicate
 from engram.memories.cursors import CursorSigner
 from engram.memories.lifecycle import AuditStamp, Quotas, private_to_its_user
 from engram.memories.models import Memory, MemoryFilter, MemoryPage, Scope
@@ -103,6 +104,21 @@ class MemoryCore:
             return change
         text = (change.key or before.key, change.value or before.value)
         return replace(change, **self.memory_embedding(*text))
+
+    def duplicate_of(
+        self, tx: MemoryTx, memory: Memory, embedding: list[float] | None = None
+    ) -> Duplicate | None:
+        """Another memory of ``memory``'s owner and scope, under another key, whose embedding
+        is at least the embedder's ``duplicate_similarity`` close to ``embedding`` (None:
+        ``memory``'s stored one) and which the caller may read; None without an embedder that
+        flags duplicates."""
+        threshold = self.embedder.tuning.duplicate_similarity if self.embedder else None
+        if self.embedder is None or threshold is None:
+            return None
+        found = tx.nearest(memory, self.embedder.model_id, embedding)
+        if found is None or found[1] < threshold or private_to_its_user(tx.ctx, found[0]):
+            return None
+        return Duplicate(found[0].id, found[0].key)
 
     def query_embedding(self, query: str) -> dict[str, Any]:
         """The query's embedding, its model and the embedder's tuning (none: keyword-only)."""

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from engram.errors import Forbidden, InvalidInput, NotFound
 from engram.identity import Caller
 from engram.memories import rules, writes
+from engram.memories.changes import ChangeProposal
 from engram.memories.core import MemoryCore
 from engram.memories.lifecycle import check_version, history_visible, last_known
 from engram.memories.models import Memory, RecallRequest, ReviewAction, Scope, Status
@@ -30,6 +31,8 @@ class MemoryHistory:
     memory_id: str
     page: VersionPage
     actions: list[ReviewAction]
+    #: the change proposal waiting for review about it, if any
+    pending_change: ChangeProposal | None = None
 
 
 class MemoryHistories:
@@ -65,7 +68,8 @@ class MemoryHistories:
             if subject is None or not history_visible(context_for(caller), subject):
                 raise NotFound("memory not found")
             page = tx.versions(memory_id, after=after, limit=limit)
-        return MemoryHistory(memory_id, page, actions)
+            pending = tx.change_for(memory_id)
+        return MemoryHistory(memory_id, page, actions, pending)
 
     def get_as_of(self, caller: Caller, memory_id: str, as_of_ms: int) -> Memory:
         """The memory as it was at ``as_of_ms``: ``NotFound`` when it did not exist then

@@ -162,6 +162,10 @@ class RecallTuning(CamelModel):
     rrf_k: int = Field(default=60, ge=1)
     keyword_weight: float = Field(default=1.0, ge=0.0)
     vector_weight: float = Field(default=1.0, ge=0.0)
+    #: the cosine similarity from which a memory under another key of the same owner and
+    #: scope is flagged as a possible duplicate (measured per embedder: bench_duplicates);
+    #: None: this embedder does not flag duplicates
+    duplicate_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
 
 
 class RecallRequest(CamelModel):

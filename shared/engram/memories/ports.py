@@ -179,6 +179,15 @@ class MemoryTx(Protocol):
         ``flt.cursor``; at most ``flt.limit + 1``."""
         ...
 
+    def nearest(
+        self, memory: Memory, model_id: str, embedding: list[float] | None = None
+    ) -> tuple[Memory, float] | None:
+        """The live memory (active or pending) of ``memory``'s scope, owner and user under
+        another key whose embedding (of ``model_id``) is the closest to ``embedding`` (None:
+        ``memory``'s stored one of that model), and its cosine similarity; None when there is
+        none."""
+        ...
+
     def erased_since(self, user_id: str, since_ms: int) -> bool:
         """Whether ``user_id`` was erased at or after ``since_ms``; an erasure of the user in
         flight is waited for, and one that starts later waits for this transaction."""
@@ -219,6 +228,13 @@ class MemoryTx(Protocol):
         """Write a change proposal (new, or the one of its id replaced)."""
         ...
 
+    def fold(self, row: Memory, into: Memory) -> Memory:
+        """Make the locked ``row``'s recorded versions the earliest of the locked ``into``'s
+        (numbered from 1, the last of them ended now), ``into``'s own numbered after them (its
+        version moves by as many). ``into`` as it now is; ``row`` itself stays, for
+        ``remove``, and its audit rows stay under its id (an audit row is never rewritten)."""
+        ...
+
     def forget_versions(self, memory_id: str) -> None:
         """Delete every version of a memory (its user was erased)."""
         ...
@@ -236,8 +252,10 @@ class MemoryTx(Protocol):
         actor_id: str,
         cause: Cause,
         deleted: bool = False,
+        into: str | None = None,
     ) -> None:
-        """Append the event of one change of ``memory`` to the outbox."""
+        """Append the event of one change of ``memory`` to the outbox (``into``: the memory
+        a ``memory.merged`` one was folded into)."""
         ...
 
     def audit(self, action: ReviewAction) -> None: ...

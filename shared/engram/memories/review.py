@@ -69,7 +69,10 @@ class ReviewPipeline:
         )
         with self._core.uow(ctx) as tx:
             proposals = tx.list_memories(flt)
-            items = [ReviewItem(m) for m in proposals.memories] + [
+            items = [
+                ReviewItem(m, duplicate_of=self._core.duplicate_of(tx, m))
+                for m in proposals.memories
+            ] + [
                 ReviewItem(as_proposal(c, row), current=_current(tx, row))
                 for c, row in tx.list_changes(flt)
             ]

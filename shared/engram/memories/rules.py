@@ -11,6 +11,7 @@ inside one transaction, and the stores only read, lock and write rows.
   by a rejected row, when the key's row is active with that very value, or when a person
   edited the key's pending proposal (their edit holds until it is reviewed). A new value for
   an active key is a change proposal beside the row (``proposes_change``).
+* A merge (``check_merge``) folds one live memory into another of the same owner and scope.
 * A person's decision: a rejected row is never edited back into play (``check_editable``);
   a review decides only a pending row (``check_pending``); a deletion, an archive and a
   rejection are suppressed (``suppresses``); a key or value a person gave marks the row
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engram.errors import Conflict, QuotaExceeded
+from engram.errors import Conflict, InvalidInput, QuotaExceeded
 from engram.memories.lifecycle import QuotaSubject
 from engram.memories.models import Memory, NewMemory, Status
 from engram.memories.ports import KeyRow, MemoryChange
@@ -93,6 +94,17 @@ def key_taken(row: Memory, other: KeyRow | None) -> bool:
     )
 
 
+def check_merge(row: Memory, into: Memory) -> None:
+    """``InvalidInput`` naming ``into`` unless ``row`` may be folded into ``into``: two live
+    memories of one owner and scope (and user), not the same one."""
+    if row.id == into.id:
+        raise InvalidInput("into", "a memory cannot be merged into itself")
+    if (row.scope, row.owner_id, row.user_id) != (into.scope, into.owner_id, into.user_id):
+        raise InvalidInput("into", "only memories of the same owner and scope can be merged")
+    if Status.REJECTED in (row.status, into.status):
+        raise InvalidInput("into", "a rejected proposal cannot be merged")
+
+
 def marks_edit(change: MemoryChange, *, by_person: bool) -> bool:
     """A key or value a person gave marks the row as their edit."""
     return by_person and change.new_text
@@ -115,6 +127,7 @@ def suppresses(before: Memory | None, after: Memory | None, *, by_person: bool) 
 __all__ = [
     "Refusal",
     "check_editable",
+    "check_merge",
     "check_pending",
     "gives_way",
     "key_taken",

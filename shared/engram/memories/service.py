@@ -20,11 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.clock import Clock
-from engram.errors import Forbidden, MemoryDisabled, NotFound
+from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
 from engram.identity import Caller
 from engram.memories import writes
 from engram.memories.administration import PersonaAdministration
 from engram.memories.background import BackgroundJobs, ProposalOutcome, ProposalResult
+from engram.memories.changes import Duplicate
 from engram.memories.commands import EditMemory, ListMemories, Recall, SaveMemory
 from engram.memories.core import MemoryCore
 from engram.memories.cursors import CursorSigner
@@ -92,6 +93,14 @@ class MemoryService:
     def save(self, caller: Caller, command: SaveMemory) -> tuple[Memory, bool]:
         """Create or update (same scope, owner, user and key) an active memory: the access
         check, the quota, the write and its event in one unit of work."""
+        saved, created, _ = self.save_flagged(caller, command)
+        return saved, created
+
+    def save_flagged(
+        self, caller: Caller, command: SaveMemory
+    ) -> tuple[Memory, bool, Duplicate | None]:
+        """``save``, and the caller's memory under another key whose value is close to the
+        saved one (``MemoryCore.duplicate_of``), read in the same unit of work."""
         core, persona = self.core, command.persona_id
         target = save_target(caller, persona, command.scope)
         with core.uow(context_for(caller)) as tx:
@@ -109,7 +118,10 @@ class MemoryService:
                 status=Status.ACTIVE,
                 **core.memory_embedding(command.key, command.value),
             )
-            return writes.save(tx, memory, core.quotas)
+            saved, created = writes.save(tx, memory, core.quotas)
+            if memory.embedding is None:  # no embedder, or it failed: nothing to compare
+                return saved, created, None
+            return saved, created, core.duplicate_of(tx, saved, memory.embedding)
 
     def recall(self, caller: Caller, command: Recall) -> list[Memory]:
         """Scope-merged recall; empty when memory is off or the persona is not allowed."""
@@ -167,7 +179,12 @@ class MemoryService:
 
     def _locked(self, caller: Caller, tx: MemoryTx, memory_id: str, doing: str) -> Memory:
         """The memory the caller may change, locked in ``tx``."""
-        before = self.core.visible(caller, tx, tx.lock(memory_id))
+        return self._writable(caller, tx, tx.lock(memory_id), doing)
+
+    def _writable(self, caller: Caller, tx: MemoryTx, row: Memory | None, doing: str) -> Memory:
+        """``row`` (locked) when the caller may change it: ``NotFound`` outside what they see,
+        ``Forbidden`` for a persona-scope memory unless they are a team admin."""
+        before = self.core.visible(caller, tx, row)
         if before.scope is Scope.PERSONA and not tx.ctx.elevated:
             raise Forbidden(f"only team admins {doing} persona-scope memories")
         return before
@@ -206,6 +223,28 @@ class MemoryService:
         if after is None:
             raise NotFound("memory not found")
         return after
+
+    def merge(
+        self,
+        caller: Caller,
+        memory_id: str,
+        into_id: str,
+        *,
+        if_versions: frozenset[int] | None = None,
+    ) -> Memory:
+        """Fold ``memory_id`` into ``into_id`` (``writes.merge``), both memories the caller
+        may change; ``if_versions`` as ``update``, of ``memory_id``. Both are locked in id
+        order, so two merges of one pair wait for each other instead of deadlocking."""
+        core, ctx = self.core, context_for(caller)
+        with core.uow(ctx) as tx:
+            locked = {i: tx.lock(i) for i in sorted({memory_id, into_id})}
+            row = self._writable(caller, tx, locked[memory_id], "merge")
+            try:
+                into = self._writable(caller, tx, locked[into_id], "merge")
+            except NotFound:
+                raise InvalidInput("into", "no memory with this id that you may change") from None
+            decided = core.decided(ctx, "merge")
+            return writes.merge(tx, row, into, decided=decided, if_versions=if_versions)
 
     def delete(
         self, caller: Caller, memory_id: str, *, if_versions: frozenset[int] | None = None

@@ -166,6 +166,30 @@ def decide_change(
     return after
 
 
+def merge(
+    tx: MemoryTx,
+    row: Memory,
+    into: Memory,
+    *,
+    decided: AuditStamp,
+    if_versions: frozenset[int] | None = None,
+) -> Memory:
+    """Fold the locked ``row`` into the locked ``into`` (``rules.check_merge``): ``row``'s
+    versions become ``into``'s earliest, ``row`` is removed and its key and value suppressed
+    (a person said it is the same fact), ``memory.merged`` names both. ``into`` as it now is."""
+    check_version(row, if_versions)
+    rules.check_merge(row, into)
+    after = tx.fold(row, into)
+    gone = tx.remove(row.id)
+    if gone is None:
+        raise Conflict("the memory changed while it was merged; try again")
+    actor = actor_of(tx.ctx, gone)
+    tx.publish("memory.merged", gone, actor_id=actor.id, cause="api", deleted=True, into=after.id)
+    tx.audit(audit_row(decided, after.id, gone, after))
+    tx.suppress(gone)
+    return after
+
+
 def _move_key(tx: MemoryTx, row: Memory, change: MemoryChange) -> None:
     """Before ``row`` takes a new key: that key's rejected row gives way, a live one is a
     ``Conflict``."""
@@ -316,4 +340,4 @@ def restore(
     return after
 
 
-__all__ = ["decide_change", "delete", "edit", "propose", "restore", "review", "save"]
+__all__ = ["decide_change", "delete", "edit", "merge", "propose", "restore", "review", "save"]

@@ -18,6 +18,7 @@ from engram.adapters.postgres.pool import Database
 from engram.adapters.postgres.store import PostgresMemoryStore
 from engram.clock import FakeClock
 from engram.identity import Caller
+from engram.memories.ports import Embedder
 from engram.memories.recall import HashingEmbedder
 from engram.memories.service import MemoryService
 from engram.settings import Settings
@@ -41,10 +42,12 @@ class Backend:
     clock: FakeClock
     url: str | None = None
 
-    def service(self, *, embedder: bool = False, **settings: object) -> MemoryService:
+    def service(self, *, embedder: bool | Embedder = False, **settings: object) -> MemoryService:
+        """``embedder``: True for the hashing embedder, or the embedder itself."""
+        chosen = HashingEmbedder(DIMS) if embedder is True else embedder or None
         return MemoryService(
             self.store,
-            embedder=HashingEmbedder(DIMS) if embedder else None,
+            embedder=chosen,
             settings=Settings(**settings),  # type: ignore[arg-type]
             clock=self.clock,
         )

@@ -8,11 +8,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from tests.integration.memories.conftest import ADMIN, ALICE, EVERY_VERSION, Backend
+from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION, Backend
 
-from engram.errors import Conflict, InvalidInput
+from engram.adapters.local_embedder import WordLlamaEmbedder
+from engram.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from engram.memories.commands import Approve, BulkReview, EditMemory, Recall, SaveMemory
 from engram.memories.models import Memory, Status
+from engram.memories.ports import Embedder
 from engram.memories.service import MemoryService
 
 pytestmark = [pytest.mark.integration, EVERY_VERSION]
@@ -140,3 +142,79 @@ def test_an_erased_users_changes_go_with_them(backend: Backend) -> None:
     receipt = svc.erase(ALICE)
     assert receipt["user"] == 1
     assert queue(svc) == []
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> Embedder:
+    """The offline embedder ``make run`` can use (a model shipped in a PyPI package)."""
+    return WordLlamaEmbedder()
+
+
+def test_one_value_under_two_keys_is_flagged_with_an_embedder_and_merge_keeps_both_histories(
+    backend: Backend, wordllama: Embedder
+) -> None:
+    svc = backend.service(embedder=wordllama)
+    editor, _, none = svc.save_flagged(ALICE, SaveMemory(key="preferred editor", value="vim"))
+    assert none is None
+    svc.save(ALICE, SaveMemory(key="preferred editor", value="helix"))  # version 2
+    other, _, flagged = svc.save_flagged(ALICE, SaveMemory(key="editor of choice", value="helix"))
+    assert flagged is not None
+    assert (flagged.id, flagged.key) == (editor.id, "preferred editor")
+    unrelated = svc.save_flagged(ALICE, SaveMemory(key="favourite film", value="Heat"))
+    assert unrelated[2] is None
+    # without an embedder nothing is flagged
+    plain = backend.service()
+    assert plain.save_flagged(ALICE, SaveMemory(key="text editor", value="helix"))[2] is None
+
+    # a proposal too, in the review queue
+    proposal = learn(svc, "editor I use", "helix")
+    assert proposal is not None
+    [item] = [i for i in svc.review.list_pending(ADMIN).items if i.memory.id == proposal.id]
+    assert item.duplicate_of is None  # alice's own memories are not shown to reviewers
+    twin = learn(svc, "my editor", "helix")
+    assert twin is not None
+    flags = {i.memory.key: i.duplicate_of for i in svc.review.list_pending(ADMIN).items}
+    assert flags["my editor"] is not None
+    assert flags["my editor"].key == "editor I use"
+    assert {i.memory.key: i.duplicate_of for i in plain.review.list_pending(ADMIN).items} == {
+        "editor I use": None,
+        "my editor": None,
+    }
+
+    before = svc.histories.history(ALICE, editor.id).page.versions
+    merged = svc.merge(ALICE, other.id, editor.id, if_versions=frozenset({other.version}))
+    assert (merged.id, merged.key, merged.value) == (editor.id, "preferred editor", "helix")
+    assert merged.version == editor.version + 2  # its two versions, then the other's one
+    with pytest.raises(NotFound):
+        svc.get(ALICE, other.id)
+    versions = svc.histories.history(ALICE, editor.id).page.versions
+    assert [(v.version, v.key, v.value) for v in versions] == [
+        (1, "editor of choice", "helix"),
+        (2, "preferred editor", "vim"),
+        (3, "preferred editor", "helix"),
+    ]
+    assert versions[0].valid_to is not None
+    assert [v.valid_from for v in versions[1:]] == [v.valid_from for v in before]
+    assert svc.get(ALICE, editor.id).version == merged.version
+    # the folded key and value are not saved back by the extraction job
+    assert learn(svc, "editor of choice", "helix") is None
+
+
+def test_a_merge_across_owners_or_scopes_is_refused_and_changes_nothing(
+    backend: Backend,
+) -> None:
+    svc = backend.service()
+    mine, _ = svc.save(ALICE, SaveMemory(key="editor", value="vim"))
+    theirs, _ = svc.save(BOB, SaveMemory(key="editor", value="vim"))
+    shared, _ = svc.save(
+        ADMIN, SaveMemory(key="editor", value="vim", scope="persona", persona_id="chef")
+    )
+    for into, field in ((theirs.id, "into"), (shared.id, "into"), (mine.id, "into")):
+        with pytest.raises(InvalidInput) as refused:
+            svc.merge(ALICE, mine.id, into)
+        assert refused.value.field == field
+    with pytest.raises(PreconditionFailed):
+        svc.merge(ALICE, mine.id, mine.id, if_versions=frozenset({99}))
+    assert svc.get(ALICE, mine.id) == mine
+    assert svc.get(BOB, theirs.id) == theirs
+    assert len(svc.histories.history(ALICE, mine.id).page.versions) == 1

@@ -46,6 +46,7 @@ def test_every_schema_is_closed_versioned_and_free_of_keys_and_values() -> None:
             "memory.approved",
             "memory.rejected",
             "memory.restored",
+            "memory.merged",
             "user.erased",
             "team.settings.changed",
         ]

@@ -25,6 +25,7 @@ from engram.events.models import (
     DomainEvent,
     MemoryEvent,
     MemoryEventType,
+    MemoryMerged,
     MemoryUpdated,
     RetentionSettings,
     TeamSettingsChanged,
@@ -104,7 +105,8 @@ def _memory_event(
     cause: Cause,
     at: datetime,
     deleted: bool = False,
-) -> MemoryEvent | MemoryUpdated:
+    into: str | None = None,
+) -> MemoryEvent | MemoryUpdated | MemoryMerged:
     fields: dict[str, Any] = {
         **_common(event_type, memory.team_id, at),
         "type": event_type,
@@ -119,6 +121,9 @@ def _memory_event(
     if event_type == "memory.updated":
         assert isinstance(memory, Memory), "an update is of a stored memory"
         return MemoryUpdated(**fields, version=memory.version)
+    if event_type == "memory.merged":
+        assert into is not None, "a merge names the memory it folded into"
+        return MemoryMerged(**fields, into_id=into)
     return MemoryEvent(**fields)
 
 
@@ -131,10 +136,19 @@ def append_memory_event(
     cause: Cause,
     at: datetime,
     deleted: bool = False,
+    into: str | None = None,
 ) -> None:
-    """The event of one change of ``memory`` (its state after the change; ``deleted``: gone)."""
+    """The event of one change of ``memory`` (its state after the change; ``deleted``: gone;
+    ``into``: the memory a merged one was folded into)."""
     event = _memory_event(
-        event_type, memory, memory.id, actor_id=actor_id, cause=cause, at=at, deleted=deleted
+        event_type,
+        memory,
+        memory.id,
+        actor_id=actor_id,
+        cause=cause,
+        at=at,
+        deleted=deleted,
+        into=into,
     )
     _insert(cur, f"memory:{memory.id}", event, at)
 

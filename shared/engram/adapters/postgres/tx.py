@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg import Cursor
 
-from engram.adapters.postgres import changes, erasures, personas, saving, versions
+from engram.adapters.postgres import changes, erasures, merges, personas, saving, versions
 from engram.adapters.postgres.lifecycle import (
     IDENTITY,
     ON_KEY,
@@ -219,6 +219,14 @@ class PostgresTx(MemoryTx):
         where, params = filter_sql(flt.model_copy(update={"status": None}), position="c")
         return changes.list_changes(self._cur, flt, where, params)
 
+    def nearest(
+        self, memory: Memory, model_id: str, embedding: list[float] | None = None
+    ) -> tuple[Memory, float] | None:
+        return merges.nearest(self._cur, memory, model_id, embedding)
+
+    def fold(self, row: Memory, into: Memory) -> Memory:
+        return merges.fold(self._cur, row, into, self._now)
+
     def put_change(self, change: ChangeProposal) -> None:
         changes.put_change(self._cur, change)
 
@@ -352,6 +360,7 @@ class PostgresTx(MemoryTx):
         actor_id: str,
         cause: Cause,
         deleted: bool = False,
+        into: str | None = None,
     ) -> None:
         append_memory_event(
             self._cur,
@@ -361,6 +370,7 @@ class PostgresTx(MemoryTx):
             cause=cause,
             at=self._now,
             deleted=deleted,
+            into=into,
         )
 
     def audit(self, action: ReviewAction) -> None:

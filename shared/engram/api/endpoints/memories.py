@@ -20,6 +20,7 @@ from engram.api.models import (
     MemoryGetQuery,
     MemoryHistoryQuery,
     MemoryListQuery,
+    MemoryMergeRequest,
     MemoryPatchRequest,
     MemoryRecallQuery,
     MemoryRestoreRequest,
@@ -43,6 +44,7 @@ from engram.api.presenters import (
     persona_list,
     persona_response,
     review_page,
+    saved_out,
     team_settings_response,
     tool_call_response,
     tool_insights,
@@ -107,8 +109,11 @@ def delete_fact(req: Request, fact_id: str) -> Reply:
 # --- memories ------------------------------------------------------------------------------
 def post_memory(req: Request) -> Reply:
     caller = req.caller
-    memory, created = req.container.memories.save(caller, req.body(MemorySaveRequest).command())
-    return _one(201 if created else 200, memory, metrics={"MemoriesSaved": 1})
+    command = req.body(MemorySaveRequest).command()
+    memory, created, duplicate = req.container.memories.save_flagged(caller, command)
+    headers = {"ETag": etag(memory.version)}
+    body = saved_out(memory, duplicate)
+    return Reply(201 if created else 200, body, headers=headers, metrics={"MemoriesSaved": 1})
 
 
 def get_memories(req: Request) -> Reply:
@@ -172,6 +177,14 @@ def restore_memory(req: Request, memory_id: str) -> Reply:
     version = req.body(MemoryRestoreRequest).version
     histories = req.container.memories.histories
     return _one(200, histories.restore(caller, memory_id, version, if_versions=versions))
+
+
+def merge_memory(req: Request, memory_id: str) -> Reply:
+    caller = req.caller
+    memory_id = _id("id", memory_id)
+    versions = if_match_versions(req.header("if-match"))
+    into = req.body(MemoryMergeRequest).into
+    return _one(200, req.container.memories.merge(caller, memory_id, into, if_versions=versions))
 
 
 # --- tools ---------------------------------------------------------------------------------

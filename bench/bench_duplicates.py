@@ -1,0 +1,118 @@
+"""How close two memories' embeddings must be to flag one as a possible duplicate of the other
+(``RecallTuning.duplicate_similarity`` of each offline embedder).
+
+The data is made here: facts a user might state, each under two to three keys a model or a
+person could choose ("preferred editor", "editor of choice", "text editor I use") with the same
+or a lightly reworded value — the pairs that should be flagged — and every pair of different
+facts of the same user — the pairs that should not, among them hard ones (the same value of a
+different thing: "car colour: teal" beside "favourite colour: teal"; the same kind of thing
+with another value). Each memory is embedded as the service embeds it
+(``engram.memories.ports.embedding_text``). The threshold is the lowest cosine similarity at
+which precision on these pairs is at least ``MIN_PRECISION`` (a wrong flag costs a reviewer a
+look; a missed one costs nothing new), reported with its precision and recall.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from engram.memories.ports import Embedder, embedding_text
+
+MIN_PRECISION = 0.95
+
+#: one fact per entry: its (key, value) spellings
+FACTS: list[list[tuple[str, str]]] = [
+    [("preferred editor", "helix"), ("editor of choice", "helix"), ("text editor", "Helix")],
+    [("favourite colour", "teal"), ("favorite color", "teal"), ("colour I like best", "teal")],
+    [("home city", "Oslo"), ("city of residence", "Oslo"), ("lives in", "Oslo, Norway")],
+    [("pet", "a cat called Miso"), ("pet cat", "Miso, a cat"), ("cat's name", "Miso")],
+    [("allergy", "peanuts"), ("food allergy", "allergic to peanuts")],
+    [("diet", "vegetarian"), ("dietary preference", "vegetarian"), ("eats", "no meat")],
+    [("employer", "Acme Corp"), ("works at", "Acme Corp"), ("company", "Acme Corporation")],
+    [("job title", "data engineer"), ("role", "data engineer"), ("occupation", "data engineer")],
+    [("timezone", "Europe/Oslo"), ("time zone", "CET, Europe/Oslo")],
+    [("coffee order", "flat white"), ("preferred coffee", "a flat white")],
+    [("programming language", "Rust"), ("favourite language", "Rust")],
+    [("partner name", "Sam"), ("spouse", "Sam")],
+    [("birthday", "14 March"), ("date of birth", "March 14")],
+    [("music taste", "jazz"), ("favourite music", "jazz")],
+    [("running goal", "a marathon in May"), ("training for", "the May marathon")],
+    [("car", "a blue Volvo"), ("vehicle", "blue Volvo")],
+    [("reply style", "short answers"), ("answer length", "keep answers short")],
+    [("os", "Debian Linux"), ("operating system", "Debian")],
+    [("team", "platform team"), ("works on", "the platform team")],
+    [("meeting preference", "mornings"), ("best time for meetings", "in the morning")],
+    # hard negatives for the others: the same value of a different thing, or the same kind of
+    # thing with another value
+    [("car colour", "teal")],
+    [("favourite food", "peanuts")],
+    [("sister's city", "Bergen")],
+    [("dog", "a dog called Rex")],
+    [("previous employer", "Globex")],
+    [("second language", "Python")],
+    [("favourite film", "Heat")],
+    [("work editor", "vim")],
+]
+
+
+def pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(duplicates, distinct): pairs of embedding texts."""
+    texts = [[embedding_text(k, v) for k, v in fact] for fact in FACTS]
+    same = [pair for fact in texts for pair in itertools.combinations(fact, 2)]
+    other = [
+        (a, b)
+        for fa, fb in itertools.combinations(texts, 2)
+        for a, b in itertools.product(fa, fb)
+    ]
+    return same, other
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = sum(x * x for x in a) ** 0.5
+    nb = sum(y * y for y in b) ** 0.5
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def measure(embedder: Embedder) -> dict[str, Any]:
+    same, other = pairs()
+    texts = sorted({t for pair in same + other for t in pair})
+    vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+    pos = sorted(_cosine(vectors[a], vectors[b]) for a, b in same)
+    neg = sorted(_cosine(vectors[a], vectors[b]) for a, b in other)
+    chosen: dict[str, float] | None = None
+    for t in sorted(set(pos)):
+        tp = sum(1 for s in pos if s >= t)
+        fp = sum(1 for s in neg if s >= t)
+        if tp and tp / (tp + fp) >= MIN_PRECISION:
+            chosen = {"threshold": round(t, 3), "precision": tp / (tp + fp), "recall": tp / len(pos)}
+            break
+    return {
+        "model": embedder.model_id,
+        "duplicatePairs": len(pos),
+        "distinctPairs": len(neg),
+        "duplicateSimilarity": {"min": pos[0], "median": pos[len(pos) // 2], "max": pos[-1]},
+        "distinctSimilarity": {"min": neg[0], "median": neg[len(neg) // 2], "max": neg[-1]},
+        "chosen": chosen,
+        "configured": embedder.tuning.duplicate_similarity,
+    }
+
+
+def embedders() -> list[Embedder]:
+    from engram.adapters.local_embedder import WordLlamaEmbedder
+    from engram.adapters.minilm_embedder import MiniLMEmbedder
+    from engram.memories.recall import HashingEmbedder
+
+    return [WordLlamaEmbedder(), MiniLMEmbedder(), HashingEmbedder()]
+
+
+def run(results_dir: Path) -> dict[str, Any]:
+    return {"minPrecision": MIN_PRECISION, "embedders": [measure(e) for e in embedders()]}
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(Path("bench/results")), indent=2))

@@ -1,0 +1,85 @@
+# ruff: noqa: S608 - SQL is composed only from constants in this module; values are bound.
+"""Possible duplicates and merges on PostgreSQL (``MemoryTx.nearest`` and ``MemoryTx.fold``),
+on the unit of work's cursor."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from psycopg import Cursor
+
+from engram.adapters.postgres.lifecycle import IDENTITY
+from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
+from engram.memories.keys import canonical_key
+from engram.memories.models import Memory
+
+#: a version number above any a memory reaches: its versions are parked there while the ones
+#: folded into it take the numbers below theirs (a primary key is checked row by row)
+_PARK = 1 << 40
+
+
+def nearest(
+    cur: Cursor[Any], memory: Memory, model_id: str, embedding: list[float] | None
+) -> tuple[Memory, float] | None:
+    emb = (
+        "%(emb)s::vector"
+        if embedding is not None
+        else "(SELECT e.embedding FROM memories e WHERE e.id = %(id)s"
+        " AND e.embedding_model = %(model)s)"
+    )
+    cur.execute(
+        f"SELECT {COLUMNS}, 1 - (m.embedding <=> {emb}) AS similarity FROM memories m"
+        " WHERE m.team_id = %(team)s AND m.scope = %(scope)s AND m.owner_id = %(owner)s"
+        " AND COALESCE(m.user_id, '') = %(user)s AND m.id <> %(id)s"
+        f" AND {IDENTITY} <> %(key)s AND m.status IN ('active', 'pending_review')"
+        " AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        f" AND {emb} IS NOT NULL ORDER BY m.embedding <=> {emb}, m.id LIMIT 1",
+        {
+            "emb": vector_literal(embedding),
+            "team": memory.team_id,
+            "scope": memory.scope.value,
+            "owner": memory.owner_id,
+            "user": memory.user_id or "",
+            "id": uuid.UUID(memory.id),
+            "key": canonical_key(memory.key),
+            "model": model_id,
+        },
+    )
+    row = cur.fetchone()
+    return None if row is None else (memory_from_row(row), float(row["similarity"]))
+
+
+def fold(cur: Cursor[Any], row: Memory, into: Memory, now: datetime) -> Memory:
+    ids = {"team": row.team_id, "row": uuid.UUID(row.id), "into": uuid.UUID(into.id)}
+    cur.execute(
+        "UPDATE memory_versions SET version = version + %(park)s"
+        " WHERE team_id = %(team)s AND memory_id = %(into)s",
+        ids | {"park": _PARK},
+    )
+    cur.execute(
+        "UPDATE memory_versions v SET memory_id = %(into)s, version = n.rn,"
+        " valid_to = COALESCE(v.valid_to, %(now)s) FROM (SELECT version,"
+        " row_number() OVER (ORDER BY version) AS rn FROM memory_versions"
+        " WHERE team_id = %(team)s AND memory_id = %(row)s) n"
+        " WHERE v.team_id = %(team)s AND v.memory_id = %(row)s AND v.version = n.version",
+        ids | {"now": now},
+    )
+    moved = cur.rowcount
+    cur.execute(
+        "UPDATE memory_versions SET version = version - %(park)s + %(moved)s"
+        " WHERE team_id = %(team)s AND memory_id = %(into)s AND version > %(park)s",
+        ids | {"park": _PARK, "moved": moved},
+    )
+    cur.execute(
+        f"UPDATE memories AS m SET version = m.version + %(moved)s WHERE m.id = %(into)s"
+        f" AND m.team_id = %(team)s RETURNING {COLUMNS}",
+        ids | {"moved": moved},
+    )
+    after = cur.fetchone()
+    assert after is not None, "into is locked by this transaction"
+    return memory_from_row(after)
+
+
+__all__ = ["fold", "nearest"]
