@@ -62,9 +62,7 @@ def pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     texts = [[embedding_text(k, v) for k, v in fact] for fact in FACTS]
     same = [pair for fact in texts for pair in itertools.combinations(fact, 2)]
     other = [
-        (a, b)
-        for fa, fb in itertools.combinations(texts, 2)
-        for a, b in itertools.product(fa, fb)
+        (a, b) for fa, fb in itertools.combinations(texts, 2) for a, b in itertools.product(fa, fb)
     ]
     return same, other
 
@@ -87,7 +85,8 @@ def measure(embedder: Embedder) -> dict[str, Any]:
         tp = sum(1 for s in pos if s >= t)
         fp = sum(1 for s in neg if s >= t)
         if tp and tp / (tp + fp) >= MIN_PRECISION:
-            chosen = {"threshold": round(t, 3), "precision": tp / (tp + fp), "recall": tp / len(pos)}
+            precision, recall = tp / (tp + fp), tp / len(pos)
+            chosen = {"threshold": round(t, 3), "precision": precision, "recall": recall}
             break
     return {
         "model": embedder.model_id,

@@ -177,13 +177,15 @@ def eventbridge(moto_aws: None) -> Iterator[EventBridge]:
         MotoEventsEndpoint(boto3_client("events")) as endpoint,
         FaultProxy(endpoint.address) as proxy,
     ):
-        # one attempt per call: the relay's own retries are what the tests observe
+        # one attempt per call: the relay's own retries are what the tests observe. A put that
+        # outlived its read timeout on a loaded machine counted as a failure although moto had
+        # the events (the proxy refuses at once when down, so a long timeout costs nothing)
         events = _client(
             "events",
             f"http://127.0.0.1:{proxy.port}",
             retries={"total_max_attempts": 1},
-            connect_timeout=1,
-            read_timeout=2,
+            connect_timeout=5,
+            read_timeout=30,
         )
         name = f"engram-test-{uuid.uuid4().hex[:8]}"
         admin.create_event_bus(Name=name)

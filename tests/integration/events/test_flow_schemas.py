@@ -47,6 +47,9 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
     m.review.reject(admin, rejected.id)
     other, _ = m.save(alice, SaveMemory(key=KEYS[3], value=VALUES[3]))
     m.delete(alice, other.id)
+    kept, _ = m.save(alice, SaveMemory(key=KEYS[3], value=VALUES[3]))
+    folded, _ = m.save(alice, SaveMemory(key=KEYS[4], value=VALUES[3]))
+    m.merge(alice, folded.id, kept.id)
     m.personas.put_team_settings(
         admin,
         TeamSettingsRequest.model_validate(
@@ -59,7 +62,7 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
     assert m.jobs.apply_retention(
         "acme", archive_after_days=30, delete_archived_after_days=None
     ) == {
-        "archived": 3,  # bob's, and alice's two active ones
+        "archived": 4,  # bob's, and alice's three active ones
         "deleted": 0,
     }
     world.container.me.erase(alice)
@@ -109,6 +112,9 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
         "memory.saved",
         "memory.updated",
     ]
+    assert [
+        (d["type"], d.get("intoId"), d["status"]) for d in _of(delivered, "memoryId", folded.id)
+    ] == [("memory.saved", None, "active"), ("memory.merged", kept.id, None)]
     (erased,) = [d for d in (e["detail"] for e in delivered) if d["type"] == "user.erased"]
     assert (erased["userId"], erased["sequence"]) == ("alice", 1)
     (team,) = [d for d in (e["detail"] for e in delivered) if d["type"] == "team.settings.changed"]
