@@ -1,6 +1,7 @@
 import { type ComponentChildren, isValidElement, type VNode } from "preact";
 import { describe, expect, it } from "vitest";
 
+import { ChangeText, WITHHELD } from "../src/ui/change";
 import { DiffText, diffWords, type Segment } from "../src/ui/diff";
 import { surfaceLabel } from "../src/ui/history";
 
@@ -101,6 +102,24 @@ describe("how a change is shown", () => {
 
   it("shows an unchanged text as it is", () => {
     expect(text(render("timezone", "timezone"), { hidden: true })).toBe("timezone");
+  });
+});
+
+describe("how a change proposal is shown", () => {
+  const rows = { dt: ["", ": "], dd: ["", "\n"], del: ["~", "~"], ins: ["+", "+"] } as Record<string, [string, string]>;
+
+  it("shows the current value and its version, the proposed one, and what changes word by word", () => {
+    const shown = ChangeText({ current: { id: "m1", version: 3, value: "helix" }, proposed: "helix with vim keys" });
+    expect(text(shown, { hidden: false, mark: rows })).toBe(
+      "Current (version 3): helix\nProposed: helix with vim keys\nWhat changes: helix+ with vim keys+\n",
+    );
+  });
+
+  it("says a withheld current value is not shown, and compares nothing with it", () => {
+    for (const value of [null, undefined]) {
+      const shown = ChangeText({ current: { id: "m1", version: 2, value }, proposed: "Porto" });
+      expect(text(shown, { hidden: true, mark: rows })).toBe(`Current (version 2): ${WITHHELD}\nProposed: Porto\n`);
+    }
   });
 });
 

@@ -1,7 +1,8 @@
-import { isEngramApiError, type Memory, unwrap } from "@engram/client";
+import { type components, isEngramApiError, type Memory, unwrap } from "@engram/client";
 import { useEffect, useState } from "preact/hooks";
 
 import { useSession } from "../session";
+import { ChangeText } from "../ui/change";
 import { ConfidenceBar } from "../ui/confidence";
 import { plural, when } from "../ui/format";
 import { MemoryHistory } from "../ui/history";
@@ -16,12 +17,15 @@ const REVIEW_SCOPES: Record<string, string> = {
 };
 const DECIDED: Record<string, string> = { active: "approved", rejected: "rejected", archived: "archived" };
 
+/** One item of the queue: a proposal, or with `current` a change of an active memory. */
+type ReviewItem = components["schemas"]["ReviewItemOut"];
+
 export function Review() {
   const { api } = useSession();
   const [flash, showFlash] = useFlash();
   const [persona, setPersona] = useState("");
   const [applied, setApplied] = useState("");
-  const [items, setItems] = useState<Memory[]>([]);
+  const [items, setItems] = useState<ReviewItem[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const [state, setState] = useState<"loading" | "ready" | "error">("loading");
   const [error, setError] = useState<unknown>(null);
@@ -120,7 +124,9 @@ export function Review() {
       <h1>Review</h1>
       <p class="lead">
         Memories Engram proposed from conversations wait here until an admin approves them (they are then recalled) or
-        rejects them (the same proposal never comes back).
+        rejects them (the same proposal never comes back). A change to an existing memory shows its current value beside
+        the proposed one: approving makes the proposed value the memory's next version; rejecting keeps the memory as it
+        is.
       </p>
       <form
         class="filters"
@@ -192,6 +198,7 @@ export function Review() {
               <Proposal
                 key={memory.id}
                 memory={memory}
+                onReloadQueue={() => void load(null, applied)}
                 selected={selected.has(memory.id)}
                 onSelect={(on) => toggle(memory.id, on)}
                 onDecided={(message) => {
@@ -215,39 +222,64 @@ export function Review() {
   );
 }
 
-function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
-  memory: Memory;
+/**
+ * One item of the queue, with its Approve, Edit and approve, and Reject buttons. A change
+ * proposal (`current` set) shows the memory's value now beside the proposed one: its
+ * approval makes the proposed value (edited or not) the memory's next version under the
+ * memory's id, and only the value can be edited. A proposal's own history is offered; a
+ * change has none of its own.
+ */
+function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQueue }: {
+  memory: ReviewItem;
   selected: boolean;
   onSelect: (on: boolean) => void;
   onDecided: (message: string) => void;
   onChanged: (memory: Memory) => void;
+  onReloadQueue: () => void;
 }) {
   const { api } = useSession();
   const { editing, setEditing, editButton } = useEditor();
   const [history, setHistory] = useState(false);
-  const { busy, error, act } = useAction();
+  const { busy, error, act, clearError } = useAction();
+  const change = memory.current ?? null;
   const name = memory.key;
   const path = { path: { id: memory.id } };
 
   const approve = () =>
     act(async () => {
       const approved = await unwrap(api.api.POST("/v1/review/{id}/approve", { params: path, body: {} }));
-      onDecided(`Approved “${approved.key}”: it is recalled from now on.`);
+      onDecided(
+        change
+          ? `Approved the change to “${approved.key}”: it is version ${approved.version} of the memory from now on.`
+          : `Approved “${approved.key}”: it is recalled from now on.`,
+      );
     });
   const reject = () =>
     act(async () => {
       await unwrap(api.api.POST("/v1/review/{id}/reject", { params: path }));
-      onDecided(`Rejected “${name}”: it will not be proposed again.`);
+      onDecided(
+        change
+          ? `Rejected the change to “${name}”: the memory keeps its value, and this one will not be proposed again.`
+          : `Rejected “${name}”: it will not be proposed again.`,
+      );
+    });
+  /** A change's edited value goes with its approval (a change has no version to edit). */
+  const editChangeAndApprove = (edited: { value: string }) =>
+    act(async () => {
+      const body = edited.value !== memory.value ? { value: edited.value } : {};
+      const approved = await unwrap(api.api.POST("/v1/review/{id}/approve", { params: path, body }));
+      setEditing(false);
+      onDecided(`Approved the change to “${approved.key}” with your changes.`);
     });
   /** The edit is made only on the version read (If-Match), so another admin's edit meanwhile is
    * a conflict, not overwritten; then the edited proposal is approved. */
-  const editAndApprove = (change: { key: string; value: string }) =>
+  const editAndApprove = (edited: { key: string; value: string }) =>
     act(async () => {
-      let current = memory;
-      if (change.key !== memory.key || change.value !== memory.value) {
+      let current: Memory = memory;
+      if (edited.key !== memory.key || edited.value !== memory.value) {
         const body: { key?: string; value?: string } = {};
-        if (change.key !== memory.key) body.key = change.key;
-        if (change.value !== memory.value) body.value = change.value;
+        if (edited.key !== memory.key) body.key = edited.key;
+        if (edited.value !== memory.value) body.value = edited.value;
         current = await unwrap(
           api.api.PATCH("/v1/memories/{id}", { params: { ...path, header: ifMatch(memory) }, body: body as { key: string } }),
         );
@@ -257,6 +289,12 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
       setEditing(false);
       onDecided(`Approved “${approved.key}” with your changes.`);
     });
+  /** A change cannot be read alone, so after a failure the queue is read again. */
+  const reloadQueue = () => {
+    clearError();
+    setEditing(false);
+    onReloadQueue();
+  };
   const reload = () =>
     act(async () => {
       try {
@@ -277,7 +315,7 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
     });
 
   return (
-    <li class="item" aria-label={`Proposal ${name}`}>
+    <li class="item" aria-label={`${change ? "Change to" : "Proposal"} ${name}`}>
       <div class="select">
         <input
           type="checkbox"
@@ -293,9 +331,17 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
             memory={memory}
             saveLabel="Approve with changes"
             busy={busy}
-            onSave={editAndApprove}
+            valueOnly={change !== null}
+            onSave={change ? editChangeAndApprove : editAndApprove}
             onCancel={() => setEditing(false)}
           />
+        ) : change ? (
+          <>
+            <p class="item-title">
+              <strong>{memory.key}</strong> <span class="tag change">Change to an existing memory</span>
+            </p>
+            <ChangeText current={change} proposed={memory.value} />
+          </>
         ) : (
           <p class="item-title">
             <span class="key">{memory.key}</span> <span class="value">{memory.value}</span>
@@ -317,8 +363,10 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
             <span>No conversation recorded.</span>
           )}
         </p>
-        {error !== null && <ErrorNotice error={error} onRetry={reload} retryLabel="Reload" />}
-        {history && (
+        {error !== null && (
+          <ErrorNotice error={error} onRetry={change ? reloadQueue : reload} retryLabel="Reload" />
+        )}
+        {history && !change && (
           <MemoryHistory memory={memory} label={name} canRestore onRestored={onChanged} onReload={reload} />
         )}
       </div>
@@ -333,7 +381,7 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged }: {
           <button type="button" class="danger" aria-label={`Reject ${name}`} disabled={busy} onClick={reject}>
             Reject
           </button>
-          <HistoryToggle name={name} shown={history} onToggle={setHistory} />
+          {!change && <HistoryToggle name={name} shown={history} onToggle={setHistory} />}
         </div>
       )}
     </li>

@@ -6,19 +6,22 @@ export function ifMatch(memory: Memory): { "If-Match": string } {
   return { "If-Match": `"${memory.version}"` };
 }
 
-/** The key and value of a memory, edited in place; `onSave` gets the new pair. */
-export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel }: {
+/** The key and value of a memory, edited in place; `onSave` gets the new pair. With
+ * `valueOnly` the key is not offered for editing and `onSave` gets it unchanged. */
+export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel, valueOnly = false }: {
   memory: Memory;
   saveLabel: string;
   busy: boolean;
   onSave: (change: { key: string; value: string }) => void;
   onCancel: () => void;
+  valueOnly?: boolean;
 }) {
   const [key, setKey] = useState(memory.key);
   const [value, setValue] = useState(memory.value);
   const id = `edit-${memory.id}`;
-  const first = useRef<HTMLInputElement>(null);
-  useEffect(() => first.current?.focus(), []);
+  const keyField = useRef<HTMLInputElement>(null);
+  const valueField = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => (valueOnly ? valueField.current : keyField.current)?.focus(), []);
   return (
     <form
       class="stack editor"
@@ -31,10 +34,15 @@ export function MemoryEditor({ memory, saveLabel, busy, onSave, onCancel }: {
         if (e.key === "Escape") onCancel();
       }}
     >
-      <label for={`${id}-key`}>Key</label>
-      <input ref={first} id={`${id}-key`} required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+      {!valueOnly && (
+        <>
+          <label for={`${id}-key`}>Key</label>
+          <input ref={keyField} id={`${id}-key`} required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        </>
+      )}
       <label for={`${id}-value`}>Value</label>
       <textarea
+        ref={valueField}
         id={`${id}-value`}
         required
         maxLength={2000}
