@@ -38,6 +38,7 @@ CALLS: list[Call[Any]] = [
     _calls.memory_history("m1"),
     _calls.memory_versions("m1"),
     _calls.restore_memory("m1", 1),
+    _calls.merge_memory("m1", "m2"),
     _calls.tools(),
     _calls.execute_tool("memory_save", {}),
     _calls.provider_tools("anthropic"),

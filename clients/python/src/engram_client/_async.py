@@ -112,6 +112,7 @@ class AsyncEngramClient(ClientBase):
     memory_history = async_operation(_calls.memory_history)
     memory_versions = async_operation(_calls.memory_versions)
     restore_memory = async_operation(_calls.restore_memory)
+    merge_memory = async_operation(_calls.merge_memory)
     tools = async_operation(_calls.tools)
     execute_tool = async_operation(_calls.execute_tool)
     provider_tools = async_operation(_calls.provider_tools)

@@ -22,7 +22,9 @@ from engram_client.models import (
     MemoryHistory,
     Persona,
     Queued,
+    ReviewItem,
     ReviewPage,
+    SavedMemory,
     SessionContext,
     TeamSettings,
     ToolDefinition,
@@ -141,7 +143,9 @@ def save(
     persona_id: str | None = None,
     source_channel_id: str | None = None,
     scope: str | None = None,
-) -> Call[Memory]:
+) -> Call[SavedMemory]:
+    """Save (create, or update the key's memory); ``duplicate_of`` names a close memory under
+    another key when the service's embedder flags one."""
     body = _compact(
         key=key,
         value=value,
@@ -150,7 +154,7 @@ def save(
         sourceChannelId=source_channel_id,
         scope=scope,
     )
-    return Call("POST", "/v1/memories", _model(Memory), body)
+    return Call("POST", "/v1/memories", _model(SavedMemory), body)
 
 
 def recall(
@@ -212,6 +216,13 @@ def restore_memory(memory_id: str, version: int) -> Call[Memory]:
     return Call("POST", path, _model(Memory), {"version": version})
 
 
+def merge_memory(memory_id: str, into: str) -> Call[Memory]:
+    """Fold ``memory_id`` into ``into`` (the same owner and scope): its versions become
+    ``into``'s earliest, it is removed; the answer is ``into`` as it now is."""
+    path = f"/v1/memories/{_seg(memory_id)}/merge"
+    return Call("POST", path, _model(Memory), {"into": into})
+
+
 # --- tools ---------------------------------------------------------------------------------
 def tools() -> Call[list[ToolDefinition]]:
     """The tools the service runs for a model, with JSON Schemas of their arguments."""
@@ -271,8 +282,9 @@ def rank_tools(candidates: Mapping[str, float] | Iterable[tuple[str, float]]) ->
 
 
 # --- review --------------------------------------------------------------------------------
-def review_queue() -> Call[list[Memory]]:
-    return Call("GET", "/v1/review", _models(Memory, "memories"))
+def review_queue() -> Call[list[ReviewItem]]:
+    """The first page of the review queue: proposals, and changes (``current`` set)."""
+    return Call("GET", "/v1/review", _models(ReviewItem, "memories"))
 
 
 def review_page(

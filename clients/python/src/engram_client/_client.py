@@ -119,6 +119,7 @@ class EngramClient(ClientBase):
     memory_history = sync_operation(_calls.memory_history)
     memory_versions = sync_operation(_calls.memory_versions)
     restore_memory = sync_operation(_calls.restore_memory)
+    merge_memory = sync_operation(_calls.merge_memory)
     tools = sync_operation(_calls.tools)
     execute_tool = sync_operation(_calls.execute_tool)
     provider_tools = sync_operation(_calls.provider_tools)

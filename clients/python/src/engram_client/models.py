@@ -113,6 +113,44 @@ class Memory(WireModel):
     version: int = 1
 
 
+class Duplicate(WireModel):
+    """Another memory of the same owner and scope, under another key, whose value is close."""
+
+    id: str
+    key: str
+
+
+class SavedMemory(Memory):
+    """``save``'s answer: the memory, and ``duplicate_of`` when the service's embedder flags
+    another of the caller's memories as the same fact (``merge_memory`` folds one in)."""
+
+    duplicate_of: Duplicate | None = None
+
+
+class Current(WireModel):
+    """What a change proposal would replace (``value`` None: withheld from the reviewer)."""
+
+    id: str
+    version: int
+    value: str | None = None
+
+
+class ReviewItem(Memory):
+    """An item of the review queue; with ``current`` a change proposal for that memory."""
+
+    current: Current | None = None
+    duplicate_of: Duplicate | None = None
+
+
+class PendingChange(WireModel):
+    """A change proposal about a memory, waiting in the review queue under ``id``."""
+
+    id: str
+    value: str
+    confidence: float
+    created_at: int
+
+
 class SessionSections(WireModel):
     facts: str
     memories: str
@@ -176,6 +214,7 @@ class MemoryHistory(WireModel):
     versions: list[MemoryVersion]
     actions: list[MemoryAction]
     next_cursor: str | None = None
+    pending_change: PendingChange | None = None
 
 
 class ToolDefinition(WireModel):
@@ -214,7 +253,7 @@ class ToolRanking(WireModel):
 
 
 class ReviewPage(WireModel):
-    memories: list[Memory]
+    memories: list[ReviewItem]
     next_cursor: str | None = None
 
 
