@@ -763,6 +763,12 @@ export interface components {
              */
             memories?: number;
             /**
+             * Memorychanges
+             * @description Change proposals learnt from the user's transcripts (new values of memories, waiting for review or decided).
+             * @default 0
+             */
+            memoryChanges?: number;
+            /**
              * Memoryversions
              * @description Recorded versions of those memories (their history).
              * @default 0

@@ -427,8 +427,8 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
         ]
         for k in gone:
             self._assign(self._s.suppressions, k, _MISSING)
-        self._drop_changes(lambda c: c.memory_id not in erased)  # went with their memory
         changes = self._drop_changes(lambda c: c.team_id != team or c.source_user_id != user_id)
+        self._drop_changes(lambda c: c.memory_id not in erased)  # go with their memory
         forgotten = 0
         for memory_id, history in list(self._s.versions.items()):
             if history[-1].team_id != team:

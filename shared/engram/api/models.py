@@ -341,6 +341,11 @@ class ErasureCounts(ResponseModel):
     memory_versions: int = Field(
         default=0, description="Recorded versions of those memories (their history)."
     )
+    memory_changes: int = Field(
+        default=0,
+        description="Change proposals learnt from the user's transcripts (new values of "
+        "memories, waiting for review or decided).",
+    )
 
 
 class ErasureReceipt(ResponseModel):

@@ -22,7 +22,7 @@ from typing import Any
 from engram.clock import Clock
 from engram.errors import Forbidden, InvalidInput, MemoryDisabled, NotFound
 from engram.identity import Caller
-from engram.memories import writes
+from engram.memories import rules, writes
 from engram.memories.administration import PersonaAdministration
 from engram.memories.background import BackgroundJobs, ProposalOutcome, ProposalResult
 from engram.memories.changes import Duplicate
@@ -240,9 +240,10 @@ class MemoryService:
             locked = {i: tx.lock(i) for i in sorted({memory_id, into_id})}
             row = self._writable(caller, tx, locked[memory_id], "merge")
             try:
-                into = self._writable(caller, tx, locked[into_id], "merge")
+                into = core.visible(caller, tx, locked[into_id])
             except NotFound:
                 raise InvalidInput("into", "no memory with this id that you may change") from None
+            rules.check_merge(row, into)  # of one owner and scope: writable as ``row`` is
             decided = core.decided(ctx, "merge")
             return writes.merge(tx, row, into, decided=decided, if_versions=if_versions)
 

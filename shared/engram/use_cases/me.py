@@ -54,6 +54,7 @@ class Erasure:
     review_actions: int
     suppressions: int
     memory_versions: int
+    memory_changes: int
 
 
 class MeService:
@@ -105,6 +106,7 @@ class MeService:
             review_actions=int(memory_counts.get("review_actions", 0)),
             suppressions=int(memory_counts.get("suppressions", 0)),
             memory_versions=int(memory_counts.get("versions", 0)),
+            memory_changes=int(memory_counts.get("changes", 0)),
         )
 
     def _checkpoint(self, identity_id: str) -> int | None:

@@ -13,7 +13,7 @@ from tests.integration.memories.conftest import ADMIN, ALICE, BOB, EVERY_VERSION
 from engram.adapters.local_embedder import WordLlamaEmbedder
 from engram.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from engram.memories.commands import Approve, BulkReview, EditMemory, Recall, SaveMemory
-from engram.memories.models import Memory, Status
+from engram.memories.models import Memory, Scope, Status
 from engram.memories.ports import Embedder
 from engram.memories.service import MemoryService
 
@@ -139,9 +139,16 @@ def test_an_erased_users_changes_go_with_them(backend: Backend) -> None:
     svc = backend.service()
     approved(svc, "pet", "a cat")
     assert learn(svc, "pet", "a dog") is not None
+    style, _ = svc.save(
+        ADMIN, SaveMemory(key="house style", value="formal", scope=Scope.PERSONA, persona_id="chef")
+    )
+    learnt = svc.jobs.propose("t1", "alice", "chef", "house style", "casual", 0.8, "c", "persona")
+    assert learnt is not None
+    assert len(queue(svc)) == 2
     receipt = svc.erase(ALICE)
-    assert receipt["user"] == 1
+    assert (receipt["user"], receipt["persona"], receipt["changes"]) == (1, 0, 2)
     assert queue(svc) == []
+    assert svc.get(ADMIN, style.id).value == "formal"  # the team's memory stays as it was
 
 
 @pytest.fixture(scope="module")
@@ -207,14 +214,16 @@ def test_a_merge_across_owners_or_scopes_is_refused_and_changes_nothing(
     mine, _ = svc.save(ALICE, SaveMemory(key="editor", value="vim"))
     theirs, _ = svc.save(BOB, SaveMemory(key="editor", value="vim"))
     shared, _ = svc.save(
-        ADMIN, SaveMemory(key="editor", value="vim", scope="persona", persona_id="chef")
+        ADMIN, SaveMemory(key="editor", value="vim", scope=Scope.PERSONA, persona_id="chef")
     )
     for into, field in ((theirs.id, "into"), (shared.id, "into"), (mine.id, "into")):
         with pytest.raises(InvalidInput) as refused:
             svc.merge(ALICE, mine.id, into)
         assert refused.value.field == field
+    film, _ = svc.save(ALICE, SaveMemory(key="film", value="Heat"))
     with pytest.raises(PreconditionFailed):
-        svc.merge(ALICE, mine.id, mine.id, if_versions=frozenset({99}))
+        svc.merge(ALICE, mine.id, film.id, if_versions=frozenset({99}))
+    assert svc.get(ALICE, film.id) == film
     assert svc.get(ALICE, mine.id) == mine
     assert svc.get(BOB, theirs.id) == theirs
     assert len(svc.histories.history(ALICE, mine.id).page.versions) == 1

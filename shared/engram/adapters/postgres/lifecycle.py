@@ -174,6 +174,8 @@ def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
     of any about them, and their (empty) usage counter. Audit rows and versions where they
     acted on memories that stay lose the actor id."""
     counts = {s.value: 0 for s in Scope}
+    # the changes learnt from the user first: those of their own memories go with the rows
+    learnt = erase_changes(cur, team_id, user_id)
     cur.execute(
         "DELETE FROM memories WHERE team_id = %s AND ((scope = 'user' AND owner_id = %s)"
         " OR (scope = 'persona_user' AND user_id = %s)) RETURNING scope, id",
@@ -212,7 +214,7 @@ def erase_user(cur: Cursor[Any], team_id: str, user_id: str) -> dict[str, int]:
     )
     suppressions = cur.rowcount
     versions = _erase_versions(cur, team_id, user_id, [row["id"] for row in deleted])
-    learnt = erase_changes(cur, team_id, user_id)
+    learnt += erase_changes(cur, team_id, user_id)  # of memories only an admin sees
     cur.execute(
         "DELETE FROM memory_usage WHERE team_id = %s AND kind = 'user' AND subject = %s"
         " AND used = 0",
