@@ -81,6 +81,31 @@ describe("memories", () => {
     expect(now.value).toBe("Brazilian Portuguese");
   });
 
+  test("a merge folds one memory into another, its versions first; another user's is refused", async () => {
+    const alice = client(aliceToken);
+    const kept = await unwrap(alice.api.POST("/v1/memories", { body: { key: "preferred shell", value: "fish" } }));
+    const folded = await unwrap(alice.api.POST("/v1/memories", { body: { key: "shell of choice", value: "fish" } }));
+    expect(folded.duplicateOf ?? null).toBeNull(); // no embedder in this service: nothing flagged
+    const merged = await unwrap(
+      alice.api.POST("/v1/memories/{id}/merge", {
+        params: { path: { id: folded.id }, header: { "If-Match": `"${folded.version}"` } },
+        body: { into: kept.id },
+      }),
+    );
+    expect([merged.id, merged.version]).toEqual([kept.id, kept.version + 1]);
+    const history = await unwrap(
+      alice.api.GET("/v1/memories/{id}/history", { params: { path: { id: kept.id } } }),
+    );
+    expect(history.versions.map((v) => v.key)).toEqual(["shell of choice", "preferred shell"]);
+    expect(history.pendingChange ?? null).toBeNull();
+    const bobs = await unwrap(client(bobToken).api.POST("/v1/memories", { body: { key: "shell", value: "fish" } }));
+    const refused = await unwrap(
+      alice.api.POST("/v1/memories/{id}/merge", { params: { path: { id: kept.id } }, body: { into: bobs.id } }),
+    ).catch((e: unknown) => e);
+    expect(isEngramApiError(refused, "invalid_input")).toBe(true);
+    expect((refused as EngramApiError).status).toBe(422);
+  });
+
   test("errors are typed by the API's codes", async () => {
     const error = await unwrap(
       client(aliceToken).api.GET("/v1/memories/{id}", { params: { path: { id: randomUUID() } } }),
