@@ -1,5 +1,6 @@
 """Each memory use case is one unit of work: a save, a PATCH, a review decision, a bulk review
-of 20, an erasure and a session start each run in exactly one tenant transaction.
+of 20, the approval of a change proposal, a merge, an erasure and a session start each run in
+exactly one tenant transaction.
 
 Through the handlers (real Redis, embedded PostgreSQL). On PostgreSQL the transactions are
 counted by the server itself: ``pg_stat_database`` (commits plus rollbacks of the test's
@@ -173,8 +174,12 @@ def test_the_counter_sees_every_transaction(world: World) -> None:
 
 def test_each_use_case_is_one_transaction(world: World) -> None:
     saved = world.call("POST /v1/memories", body={"key": "editor", "value": "vim"}, expect=201)
+    twin = world.call("POST /v1/memories", body={"key": "text editor", "value": "vim"}, expect=201)
     one, *twenty = world.proposals(21)
     assert len(twenty) == 20
+    jobs = world.stack.container.memories.jobs
+    change = jobs.propose("acme", "alice", None, "editor", "helix", 0.8, "c1")
+    assert change is not None
     world.call(
         "POST /v1/events", body={"events": [{"kind": "query", "text": "royalty"}]}, expect=202
     )
@@ -200,6 +205,14 @@ def test_each_use_case_is_one_transaction(world: World) -> None:
         ),
         "session start": world.transactions(
             lambda: world.call("POST /v1/sessions", body={"query": "editor"})
+        ),
+        "change approval": world.transactions(
+            lambda: world.call("POST /v1/review/{id}/approve", path={"id": change.id}, admin=True)
+        ),
+        "merge": world.transactions(
+            lambda: world.call(
+                "POST /v1/memories/{id}/merge", path={"id": twin["id"]}, body={"into": saved["id"]}
+            )
         ),
         "erasure": world.transactions(lambda: world.call("DELETE /v1/me")),
     }
