@@ -176,7 +176,8 @@ def merge(
 ) -> Memory:
     """Fold the locked ``row`` into the locked ``into`` (``rules.check_merge``): ``row``'s
     versions become ``into``'s earliest, ``row`` is removed and its key and value suppressed
-    (a person said it is the same fact), ``memory.merged`` names both. ``into`` as it now is."""
+    (a person said it is the same fact), ``memory.merged`` names both and ``memory.updated``
+    gives ``into``'s new version. ``into`` as it now is."""
     check_version(row, if_versions)
     rules.check_merge(row, into)
     after = tx.fold(row, into)
@@ -185,6 +186,7 @@ def merge(
         raise Conflict("the memory changed while it was merged; try again")
     actor = actor_of(tx.ctx, gone)
     tx.publish("memory.merged", gone, actor_id=actor.id, cause="api", deleted=True, into=after.id)
+    tx.publish("memory.updated", after, actor_id=actor.id, cause="api")  # its version moved
     tx.audit(audit_row(decided, after.id, gone, after))
     tx.suppress(gone)
     return after

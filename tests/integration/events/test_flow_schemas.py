@@ -115,6 +115,10 @@ def test_every_event_of_a_full_flow_follows_its_documented_schema(world: World) 
     assert [
         (d["type"], d.get("intoId"), d["status"]) for d in _of(delivered, "memoryId", folded.id)
     ] == [("memory.saved", None, "active"), ("memory.merged", kept.id, None)]
+    assert [(d["type"], d.get("version")) for d in _of(delivered, "memoryId", kept.id)][:2] == [
+        ("memory.saved", None),
+        ("memory.updated", 2),  # its version moved by the one folded in
+    ]
     (erased,) = [d for d in (e["detail"] for e in delivered) if d["type"] == "user.erased"]
     assert (erased["userId"], erased["sequence"]) == ("alice", 1)
     (team,) = [d for d in (e["detail"] for e in delivered) if d["type"] == "team.settings.changed"]
