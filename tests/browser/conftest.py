@@ -8,16 +8,19 @@ Screenshots go to ``build/screenshots/`` (``make screenshots`` copies them to do
 ``engram`` is one ``engram serve`` for the session (tests/e2e/harness.py: a free port, a temporary
 data dir, a redis-server of its own) serving console/dist, built once first (``npm ci``,
 ``npm run build``; skipped when the build is newer than every file of console/). Tests isolate
-themselves with fresh user and team ids.
+themselves with fresh user and team ids. A test that needs the service configured otherwise
+asks ``engram_with(ENGRAM_EMBEDDER="local")``: another such service with those variables, started
+on first use and shared by every test that asks for the same ones; ``engram`` is unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -118,13 +121,38 @@ def console_dist() -> Path:
     return build_console()
 
 
-@pytest.fixture(scope="session")
-def engram(console_dist: Path) -> Iterator[LocalEngram]:
+@contextlib.contextmanager
+def serve_console(console_dist: Path, env: dict[str, str]) -> Iterator[LocalEngram]:
     """``engram serve`` on a free port and a temporary data dir, serving the built console,
-    on a redis-server of its own; the maintenance timer runs every second."""
-    env = {"ENGRAM_CONSOLE_DIR": str(console_dist)}
+    on a redis-server of its own, with ``env`` added to its environment; the maintenance timer
+    runs every second."""
+    extra = {"ENGRAM_CONSOLE_DIR": str(console_dist), **env}
     with (
         redis_server() as server,
-        run_local_service(server.url, redis_admin_url=server.admin_url, extra_env=env) as svc,
+        run_local_service(server.url, redis_admin_url=server.admin_url, extra_env=extra) as svc,
     ):
         yield svc
+
+
+@pytest.fixture(scope="session")
+def engram(console_dist: Path) -> Iterator[LocalEngram]:
+    """The service most tests share: ``serve_console`` with no variable of its own."""
+    with serve_console(console_dist, {}) as svc:
+        yield svc
+
+
+@pytest.fixture(scope="session")
+def engram_with(console_dist: Path) -> Iterator[Callable[..., LocalEngram]]:
+    """``engram_with(**env)``: a service as ``engram`` with ``env`` added to its environment
+    (``ENGRAM_EMBEDDER="local"``: the offline embedder, so duplicates are flagged). Each set of
+    variables starts one service on first use, shared for the rest of the session."""
+    started: dict[tuple[tuple[str, str], ...], LocalEngram] = {}
+    with contextlib.ExitStack() as stack:
+
+        def serve(**env: str) -> LocalEngram:
+            wanted = tuple(sorted(env.items()))
+            if wanted not in started:
+                started[wanted] = stack.enter_context(serve_console(console_dist, env))
+            return started[wanted]
+
+        yield serve

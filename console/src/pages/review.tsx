@@ -1,4 +1,4 @@
-import { type components, isEngramApiError, type Memory, unwrap } from "@engram/client";
+import { type components, type ErrorCode, isEngramApiError, type Memory, unwrap } from "@engram/client";
 import { useEffect, useState } from "preact/hooks";
 
 import { useSession } from "../session";
@@ -7,7 +7,7 @@ import { ConfidenceBar } from "../ui/confidence";
 import { plural, when } from "../ui/format";
 import { MemoryHistory } from "../ui/history";
 import { HistoryToggle, ifMatch, MemoryEditor } from "../ui/memory";
-import { Empty, ErrorNotice, Flash, Loading, useAction, useEditor, useFlash } from "../ui/states";
+import { Empty, ErrorNotice, Flash, Loading, type Meaning, useAction, useEditor, useFlash } from "../ui/states";
 
 const PAGE = 50;
 const REVIEW_SCOPES: Record<string, string> = {
@@ -19,6 +19,19 @@ const DECIDED: Record<string, string> = { active: "approved", rejected: "rejecte
 
 /** One item of the queue: a proposal, or with `current` a change of an active memory. */
 type ReviewItem = components["schemas"]["ReviewItemOut"];
+
+/** What a refused merge means (the other answers mean what they mean elsewhere). */
+const MERGE_ERRORS: Partial<Record<ErrorCode, Meaning>> = {
+  not_found: "This proposal is no longer in the queue (another admin may have decided or merged it). Reload to see the queue now.",
+  conflict: "Another admin changed or decided this proposal while it was merged. Nothing was merged. Reload to see the queue now.",
+  precondition_failed:
+    "Someone changed this proposal after you opened it, so nothing was merged. Reload to see it now, then merge again if it is still a duplicate.",
+  invalid_input: {
+    title: "Cannot merge these two",
+    detail:
+      "The memory it duplicates is gone or was rejected meanwhile, or it no longer belongs to the same user and scope. Nothing was merged. Reload to see what it duplicates now.",
+  },
+};
 
 export function Review() {
   const { api } = useSession();
@@ -71,6 +84,20 @@ export function Review() {
     });
   };
   const replace = (memory: Memory) => setItems((all) => all.map((m) => (m.id === memory.id ? memory : m)));
+  /** After `folded` was merged into `survivor`: `folded` leaves the list, the survivor shown is
+   * the memory as the merge left it, and a note that named `folded` names the survivor instead
+   * (it now holds the same fact), except on the survivor itself. */
+  const fold = (folded: string, survivor: Memory) => {
+    drop(folded);
+    const into = { id: survivor.id, key: survivor.key };
+    setItems((all) =>
+      all.map((m) => {
+        const named = m.duplicateOf?.id === folded;
+        if (m.id === survivor.id) return { ...m, ...survivor, duplicateOf: named ? null : m.duplicateOf };
+        return named ? { ...m, duplicateOf: into } : m;
+      }),
+    );
+  };
   const toggle = (id: string, on: boolean) =>
     setSelected((previous) => {
       const next = new Set(previous);
@@ -126,7 +153,8 @@ export function Review() {
         Memories Engram proposed from conversations wait here until an admin approves them (they are then recalled) or
         rejects them (the same proposal never comes back). A change to an existing memory shows its current value beside
         the proposed one: approving makes the proposed value the memory's next version; rejecting keeps the memory as it
-        is.
+        is. A proposal that says what another memory says under another key is marked as a possible duplicate: merging
+        folds it into that memory.
       </p>
       <form
         class="filters"
@@ -206,6 +234,12 @@ export function Review() {
                   showFlash(message);
                 }}
                 onChanged={replace}
+                onMerged={(survivor) => {
+                  fold(memory.id, survivor);
+                  showFlash(
+                    `Merged “${memory.key}” into “${survivor.key}”: its versions are now the earliest in the history of “${survivor.key}”.`,
+                  );
+                }}
               />
             ))}
           </ul>
@@ -227,21 +261,32 @@ export function Review() {
  * proposal (`current` set) shows the memory's value now beside the proposed one: its
  * approval makes the proposed value (edited or not) the memory's next version under the
  * memory's id, and only the value can be edited. A proposal's own history is offered; a
- * change has none of its own.
+ * change has none of its own. A proposal close to another memory (`duplicateOf`) says so and
+ * offers Merge, which folds the proposal into that memory (`onMerged` gets the survivor).
  */
-function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQueue }: {
+function Proposal({ memory, selected, onSelect, onDecided, onChanged, onMerged, onReloadQueue }: {
   memory: ReviewItem;
   selected: boolean;
   onSelect: (on: boolean) => void;
   onDecided: (message: string) => void;
   onChanged: (memory: Memory) => void;
+  onMerged: (survivor: Memory) => void;
   onReloadQueue: () => void;
 }) {
   const { api } = useSession();
   const { editing, setEditing, editButton } = useEditor();
   const [history, setHistory] = useState(false);
-  const { busy, error, act, clearError } = useAction();
+  const deciding = useAction();
+  const merging = useAction();
+  const busy = deciding.busy || merging.busy;
+  const { error, clearError } = deciding;
+  /** A decision starts with no merge error shown, as a merge starts with no decision's. */
+  const act = (work: () => Promise<void>) => {
+    merging.clearError();
+    return deciding.act(work);
+  };
   const change = memory.current ?? null;
+  const duplicate = change ? null : (memory.duplicateOf ?? null);
   const name = memory.key;
   const path = { path: { id: memory.id } };
 
@@ -289,9 +334,22 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQu
       setEditing(false);
       onDecided(`Approved “${approved.key}” with your changes.`);
     });
-  /** A change cannot be read alone, so after a failure the queue is read again. */
+  /** The merge is made only on the version read (If-Match): a proposal edited meanwhile is a
+   * conflict, not folded as it is now. */
+  const merge = (into: { id: string; key: string }) => {
+    clearError();
+    return merging.act(async () => {
+      const survivor = await unwrap(
+        api.api.POST("/v1/memories/{id}/merge", { params: { ...path, header: ifMatch(memory) }, body: { into: into.id } }),
+      );
+      onMerged(survivor);
+    });
+  };
+  /** A change cannot be read alone, and what a proposal duplicates is said only by the queue,
+   * so after such a failure the queue is read again. */
   const reloadQueue = () => {
     clearError();
+    merging.clearError();
     setEditing(false);
     onReloadQueue();
   };
@@ -343,9 +401,20 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQu
             <ChangeText current={change} proposed={memory.value} />
           </>
         ) : (
-          <p class="item-title">
-            <span class="key">{memory.key}</span> <span class="value">{memory.value}</span>
-          </p>
+          <>
+            <p class="item-title">
+              <span class="key">{memory.key}</span> <span class="value">{memory.value}</span>
+            </p>
+            {duplicate && (
+              <p class="duplicate">
+                <strong>Possible duplicate of “{duplicate.key}”</strong>{" "}
+                <span class="muted">
+                  — another memory with the same owner and scope says much the same. Merge folds this proposal into it; its
+                  versions come first in that memory's history.
+                </span>
+              </p>
+            )}
+          </>
         )}
         <p class="meta">
           <span class="tag">{REVIEW_SCOPES[memory.scope] ?? memory.scope}</span>
@@ -366,6 +435,9 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQu
         {error !== null && (
           <ErrorNotice error={error} onRetry={change ? reloadQueue : reload} retryLabel="Reload" />
         )}
+        {merging.error !== null && (
+          <ErrorNotice error={merging.error} onRetry={reloadQueue} retryLabel="Reload" details={MERGE_ERRORS} />
+        )}
         {history && !change && (
           <MemoryHistory memory={memory} label={name} canRestore onRestored={onChanged} onReload={reload} />
         )}
@@ -381,6 +453,16 @@ function Proposal({ memory, selected, onSelect, onDecided, onChanged, onReloadQu
           <button type="button" class="danger" aria-label={`Reject ${name}`} disabled={busy} onClick={reject}>
             Reject
           </button>
+          {duplicate && (
+            <button
+              type="button"
+              aria-label={`Merge ${name} into ${duplicate.key}`}
+              disabled={busy}
+              onClick={() => void merge(duplicate)}
+            >
+              Merge
+            </button>
+          )}
           {!change && <HistoryToggle name={name} shown={history} onToggle={setHistory} />}
         </div>
       )}

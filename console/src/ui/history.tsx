@@ -3,6 +3,8 @@ import { unwrap } from "@engram/client";
 import { useEffect, useRef, useState } from "preact/hooks";
 
 import { useSession } from "../session";
+import { ChangeText } from "./change";
+import { ConfidenceBar } from "./confidence";
 import { DiffText } from "./diff";
 import { STATUS_LABELS, when } from "./format";
 import { ifMatch } from "./memory";
@@ -10,6 +12,7 @@ import { ErrorNotice, Flash, Loading, useAction, useFlash } from "./states";
 
 type Version = components["schemas"]["MemoryVersionOut"];
 type Action = components["schemas"]["MemoryActionOut"];
+type PendingChange = components["schemas"]["PendingChangeOut"];
 
 /** Versions asked for at a time (`GET /v1/memories/{id}/history?limit=`). */
 export const HISTORY_PAGE = 50;
@@ -22,6 +25,7 @@ const ACTION_LABELS: Record<string, string> = {
   delete: "deleted",
   archive: "archived",
   restore: "restored an earlier version",
+  merge: "merged a duplicate into it",
 };
 
 /** What a refused restore means (the other answers mean what they mean elsewhere). */
@@ -65,6 +69,8 @@ interface Loaded {
   nextCursor: string | null;
   /** Pages loaded so far: a refresh loads as many again. */
   pages: number;
+  /** A new value learnt for the memory, waiting in the review queue. */
+  pendingChange: PendingChange | null;
 }
 
 /**
@@ -73,7 +79,9 @@ interface Loaded {
  * and while it was current; then the review and edit actions. With `canRestore`, each version
  * but the current one can be made current again (`POST /v1/memories/{id}/restore`, with
  * `If-Match` of the memory as shown): `onRestored` gets the memory then. It reloads when the
- * memory's version changes. `onReload` reloads the memory after a conflict.
+ * memory's version changes. `onReload` reloads the memory after a conflict. A change the
+ * extraction job learnt for the memory and that waits for review (`pendingChange`) is shown
+ * first, as the memory's value now beside the proposed one (`ChangeText`).
  */
 export function MemoryHistory({ memory, label, canRestore, onRestored, onReload }: {
   memory: Memory;
@@ -114,6 +122,7 @@ export function MemoryHistory({ memory, label, canRestore, onRestored, onReload 
         recordedFrom: first.recordedFrom ?? null,
         nextCursor: first.nextCursor ?? null,
         pages: 1,
+        pendingChange: first.pendingChange ?? null,
       };
       while (next.nextCursor !== null && next.pages < wanted) {
         const more = await page(next.nextCursor);
@@ -147,6 +156,7 @@ export function MemoryHistory({ memory, label, canRestore, onRestored, onReload 
         recordedFrom: more.recordedFrom ?? before.recordedFrom,
         nextCursor: more.nextCursor ?? null,
         pages: before.pages + 1,
+        pendingChange: more.pendingChange ?? null,
       });
       setState("ready");
     } catch (failure) {
@@ -179,6 +189,7 @@ export function MemoryHistory({ memory, label, canRestore, onRestored, onReload 
   const versions = loaded?.versions ?? [];
   const recordedFrom = loaded?.recordedFrom ?? null;
   const actions = loaded?.actions ?? [];
+  const pending = loaded?.pendingChange ?? null;
 
   return (
     <section class="history stack" aria-label={`History of ${label}`}>
@@ -200,6 +211,7 @@ export function MemoryHistory({ memory, label, canRestore, onRestored, onReload 
       )}
       {loaded !== null && (
         <>
+          {pending !== null && <WaitingChange memory={memory} change={pending} label={label} />}
           {recordedFrom !== null && recordedFrom > 1 && (
             <p class="muted">
               History recorded from version {recordedFrom}: the versions before it were saved before Engram kept
@@ -256,6 +268,24 @@ export function MemoryHistory({ memory, label, canRestore, onRestored, onReload 
           )}
         </>
       )}
+    </section>
+  );
+}
+
+/** A value learnt for the memory that waits for an admin's review: the memory's value now
+ * beside it, what changes word by word, and how sure the extraction job was. */
+function WaitingChange({ memory, change, label }: { memory: Memory; change: PendingChange; label: string }) {
+  return (
+    <section class="waiting-change stack" aria-label={`Change waiting for review of ${label}`}>
+      <h5>A change is waiting for review</h5>
+      <p class="muted">
+        Engram learnt a new value for it on {when(change.createdAt)}. An admin decides in Review whether it becomes the
+        memory's next version; until then the memory keeps its value.
+      </p>
+      <ChangeText current={{ id: memory.id, version: memory.version, value: memory.value }} proposed={change.value} />
+      <p class="meta">
+        <ConfidenceBar value={change.confidence} />
+      </p>
     </section>
   );
 }

@@ -17,6 +17,9 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
 
+/** What an API error code means for one action: its detail, or its title and detail. */
+export type Meaning = string | { title: string; detail: string };
+
 /** An error, said plainly, with what the person can do: try again (after the wait a 429 asked
  * for), reload after a conflict, or sign in again. `details` says, for some API error codes,
  * what they mean for this action instead of what they usually mean. */
@@ -24,11 +27,16 @@ export function ErrorNotice({ error, onRetry, retryLabel = "Try again", details 
   error: unknown;
   onRetry?: () => void;
   retryLabel?: string;
-  details?: Partial<Record<ErrorCode, string>>;
+  details?: Partial<Record<ErrorCode, Meaning>>;
 }) {
   const described: Problem = describeError(error);
   const specific = error instanceof EngramApiError ? details?.[error.code] : undefined;
-  const info: Problem = specific === undefined ? described : { ...described, detail: specific };
+  const info: Problem =
+    specific === undefined
+      ? described
+      : typeof specific === "string"
+        ? { ...described, detail: specific }
+        : { ...described, ...specific };
   const session = useSession();
   const [wait, setWait] = useState(info.retryAfterS ?? 0);
   useEffect(() => {
