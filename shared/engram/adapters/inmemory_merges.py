@@ -75,6 +75,6 @@ class MergeMethods:
         moved = len(merged) - len(self._s.versions.get(into.id, []))
         self._assign(self._s.versions, into.id, merged)
         self._assign(self._s.versions, row.id, MISSING)
-        after = into.model_copy(update={"version": into.version + moved})
+        after = into.model_copy(update={"version": into.version + moved, "updated_at": self._now})
         self._put(after)
         return after

@@ -192,6 +192,7 @@ def test_one_value_under_two_keys_is_flagged_with_an_embedder_and_merge_keeps_bo
     merged = svc.merge(ALICE, other.id, editor.id, if_versions=frozenset({other.version}))
     assert (merged.id, merged.key, merged.value) == (editor.id, "preferred editor", "helix")
     assert merged.version == editor.version + 2  # its two versions, then the other's one
+    assert merged.updated_at >= other.updated_at
     with pytest.raises(NotFound):
         svc.get(ALICE, other.id)
     versions = svc.histories.history(ALICE, editor.id).page.versions

@@ -73,9 +73,9 @@ def fold(cur: Cursor[Any], row: Memory, into: Memory, now: datetime) -> Memory:
         ids | {"park": _PARK, "moved": moved},
     )
     cur.execute(
-        f"UPDATE memories AS m SET version = m.version + %(moved)s WHERE m.id = %(into)s"
-        f" AND m.team_id = %(team)s RETURNING {COLUMNS}",
-        ids | {"moved": moved},
+        f"UPDATE memories AS m SET version = m.version + %(moved)s, updated_at = %(now)s"
+        f" WHERE m.id = %(into)s AND m.team_id = %(team)s RETURNING {COLUMNS}",
+        ids | {"moved": moved, "now": now},
     )
     after = cur.fetchone()
     assert after is not None, "into is locked by this transaction"
