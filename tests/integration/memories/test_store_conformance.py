@@ -463,6 +463,7 @@ def test_erase_user_removes_user_and_persona_user_rows_only(backend: Backend) ->
         "review_actions": 0,
         "suppressions": 0,
         "versions": 3,  # one each: the rows were created once
+        "changes": 0,
     }
     assert sorted(recall(backend, ALICE, persona="chef", limit=50)) == [
         "kitchen open 9-5",
