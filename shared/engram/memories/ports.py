@@ -231,8 +231,9 @@ class MemoryTx(Protocol):
     def fold(self, row: Memory, into: Memory) -> Memory:
         """Make the locked ``row``'s recorded versions the earliest of the locked ``into``'s
         (numbered from 1, the last of them ended now), ``into``'s own numbered after them (its
-        version moves by as many, and it is updated now). ``into`` as it now is; ``row`` itself stays, for
-        ``remove``, and its audit rows stay under its id (an audit row is never rewritten)."""
+        version moves by as many, and it is updated now). ``into`` as it now is; ``row`` itself
+        stays, for ``remove``, and its audit rows stay under its id (an audit row is never
+        rewritten)."""
         ...
 
     def forget_versions(self, memory_id: str) -> None:

@@ -68,6 +68,7 @@ SAMPLE_BODIES: dict[str, Any] = {
     "POST /v1/memories": {"key": "editor", "value": "helix"},
     "PATCH /v1/memories/{id}": {"value": "vim"},
     "POST /v1/memories/{id}/restore": {"version": 1},
+    "POST /v1/memories/{id}/merge": {"into": "00000000-0000-4000-8000-000000000001"},
     "POST /v1/tools/rank": {"candidates": [{"name": "get_account", "score": 1.0}]},
     "POST /v1/tools/{name}": {"arguments": {"query": "editor"}},
     "POST /v1/conversations/{conversationId}/transcript": {
