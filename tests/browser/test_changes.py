@@ -81,12 +81,16 @@ def test_an_admin_sees_a_change_as_current_to_proposed_and_approves_it(
     own = alice.save(LOCATION, "Lisbon")
     changes = changes_pending(engram, tenant, {"conv-change": CHANGED, "conv-moved": MOVED})
     change, moved = changes["conv-change"], changes["conv-moved"]
-    assert change["current"] == {
+    assert change["current"].to_json() == {
         "id": editor["id"],
         "version": editor["version"],
         "value": "helix with vim keys",
     }
-    assert moved["current"] == {"id": own["id"], "version": own["version"], "value": None}
+    assert moved["current"].to_json() == {
+        "id": own["id"],
+        "version": own["version"],
+        "value": None,
+    }
 
     for width in WIDTHS:
         if width == "desktop":

@@ -70,8 +70,8 @@ def twins(engram: LocalEngram, tenant: Tenant) -> tuple[dict[str, Any], dict[str
     editor, choice = proposals["conv-editor"], proposals["conv-choice"]
     assert (editor["key"], editor["value"]) == (EDITOR, "helix"), editor
     assert (choice["key"], choice["value"]) == (CHOICE, "helix"), choice
-    assert choice["duplicateOf"] == {"id": editor["id"], "key": EDITOR}
-    assert editor["duplicateOf"] == {"id": choice["id"], "key": CHOICE}
+    assert choice["duplicateOf"].to_json() == {"id": editor["id"], "key": EDITOR}
+    assert editor["duplicateOf"].to_json() == {"id": choice["id"], "key": CHOICE}
     return editor, choice
 
 
