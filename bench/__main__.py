@@ -33,6 +33,8 @@ QUICK_DEFAULTS: dict[str, str] = {
     "ENGRAM_BENCH_BEHAVIOUR_USERS": "40",  # bench_behaviour
     "ENGRAM_BENCH_QUALITY_CONVERSATIONS": "1",  # bench_quality
     "ENGRAM_BENCH_QUOTA_SAVES": "30",  # bench_quota
+    "ENGRAM_BENCH_DUPLICATES_ROWS": "1000",  # bench_duplicates
+    "ENGRAM_BENCH_DUPLICATES_SAVES": "50",  # bench_duplicates
 }
 
 

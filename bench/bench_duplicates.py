@@ -10,6 +10,12 @@ with another value). Each memory is embedded as the service embeds it
 (``engram.memories.ports.embedding_text``). The threshold is the lowest cosine similarity at
 which precision on these pairs is at least ``MIN_PRECISION`` (a wrong flag costs a reviewer a
 look; a missed one costs nothing new), reported with its precision and recall.
+
+What the flag costs a save: ``MemoryService.save_flagged`` on embedded PostgreSQL with the
+WordLlama embedder, timed call by call against the same save with an embedder that flags
+nothing (its tuning without ``duplicate_similarity``), interleaved, for an owner holding
+``ENGRAM_BENCH_DUPLICATES_ROWS`` memories (1000,10000): the flag is one more query, an exact
+scan of the owner's live rows of the model.
 """
 
 from __future__ import annotations
@@ -107,8 +113,90 @@ def embedders() -> list[Embedder]:
     return [WordLlamaEmbedder(), MiniLMEmbedder(), HashingEmbedder()]
 
 
+def _timed_saves(url: str, rows: int, saves: int) -> dict[str, Any]:
+    """Saves with and without the flag, interleaved, for an owner holding ``rows`` memories."""
+    from bench.bench_recall import timed_interleaved
+    from engram.adapters.local_embedder import WORDLLAMA_TUNING, WordLlamaEmbedder
+    from engram.adapters.postgres.migrate import apply_migrations
+    from engram.adapters.postgres.pool import Database
+    from engram.adapters.postgres.store import PostgresMemoryStore
+    from engram.identity import Caller
+    from engram.memories.commands import SaveMemory
+    from engram.memories.service import MemoryService
+    from engram.settings import Settings
+
+    class NotFlagging(WordLlamaEmbedder):
+        tuning = WORDLLAMA_TUNING.model_copy(update={"duplicate_similarity": None})
+
+    words = sorted({w for fact in FACTS for k, v in fact for w in f"{k} {v}".lower().split()})
+
+    def text(i: int) -> str:
+        return " ".join(words[(i * 7 + j * 13) % len(words)] for j in range(6))
+
+    apply_migrations(url, embedding_dimensions=256)
+    db = Database(url, max_size=2)
+    store = PostgresMemoryStore(db)
+    settings = Settings(max_memories_per_user=10 * rows + 10 * saves)
+    flagging = MemoryService(store, embedder=WordLlamaEmbedder(), settings=settings)
+    plain = MemoryService(store, embedder=NotFlagging(), settings=settings)
+    alice = Caller(user_id="alice", team_id="acme")
+    try:
+        for i in range(rows):
+            plain.save(alice, SaveMemory(key=f"fact {i}", value=text(i)))
+        timings = timed_interleaved(
+            {
+                "flagging": lambda i: flagging.save_flagged(
+                    alice, SaveMemory(key=f"flagged {i}", value=text(rows + i))
+                ),
+                "not flagging": lambda i: plain.save_flagged(
+                    alice, SaveMemory(key=f"plain {i}", value=text(rows + i))
+                ),
+            },
+            saves,
+        )
+    finally:
+        db.close()
+    on, off = timings["flagging"], timings["not flagging"]
+    return {
+        "ownerRows": rows,
+        "flagging": on,
+        "notFlagging": off,
+        "p50Ratio": round(on["p50_ms"] / off["p50_ms"], 3),
+        "p99Ratio": round(on["p99_ms"] / off["p99_ms"], 3),
+    }
+
+
+def save_cost(owner_rows: list[int], saves: int) -> list[dict[str, Any]]:
+    import tempfile
+
+    import psycopg
+
+    from bench.bench_recall import start_server
+
+    server = start_server(Path(tempfile.mkdtemp(prefix="engram-bench-dups-")))
+    out = []
+    try:
+        for rows in owner_rows:
+            name = f"bench_dups_{rows}"
+            with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+                conn.execute(f'CREATE DATABASE "{name}"')
+            out.append(_timed_saves(server.get_uri(name), rows, saves))
+    finally:
+        server.cleanup()
+    return out
+
+
 def run(results_dir: Path) -> dict[str, Any]:
-    return {"minPrecision": MIN_PRECISION, "embedders": [measure(e) for e in embedders()]}
+    import os
+
+    rows = [int(n) for n in os.environ.get("ENGRAM_BENCH_DUPLICATES_ROWS", "1000,10000").split(",")]
+    saves = int(os.environ.get("ENGRAM_BENCH_DUPLICATES_SAVES", "300"))
+    return {
+        "minPrecision": MIN_PRECISION,
+        "embedders": [measure(e) for e in embedders()],
+        "saveCost": save_cost(rows, saves),
+    }
 
 
 if __name__ == "__main__":
