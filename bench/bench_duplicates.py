@@ -14,7 +14,8 @@ look; a missed one costs nothing new), reported with its precision and recall.
 What the flag costs a save: ``MemoryService.save_flagged`` on embedded PostgreSQL with the
 WordLlama embedder, timed call by call against the same save with an embedder that flags
 nothing (its tuning without ``duplicate_similarity``), interleaved, for an owner holding
-``ENGRAM_BENCH_DUPLICATES_ROWS`` memories (1000,10000): the flag is one more query, an exact
+``ENGRAM_BENCH_DUPLICATES_ROWS`` memories (1000,5000: 5000 is ``ENGRAM_MAX_MEMORIES_PER_USER``'s
+default): the flag is one more query, an exact
 scan of the owner's live rows of the model.
 """
 
@@ -190,7 +191,7 @@ def save_cost(owner_rows: list[int], saves: int) -> list[dict[str, Any]]:
 def run(results_dir: Path) -> dict[str, Any]:
     import os
 
-    rows = [int(n) for n in os.environ.get("ENGRAM_BENCH_DUPLICATES_ROWS", "1000,10000").split(",")]
+    rows = [int(n) for n in os.environ.get("ENGRAM_BENCH_DUPLICATES_ROWS", "1000,5000").split(",")]
     saves = int(os.environ.get("ENGRAM_BENCH_DUPLICATES_SAVES", "300"))
     return {
         "minPrecision": MIN_PRECISION,

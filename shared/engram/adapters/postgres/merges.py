@@ -10,9 +10,8 @@ from typing import Any
 
 from psycopg import Cursor
 
-from engram.adapters.postgres.lifecycle import IDENTITY
+from engram.adapters.postgres.recall import INDEXED_VECTOR_DIMS
 from engram.adapters.postgres.rows import COLUMNS, memory_from_row, vector_literal
-from engram.memories.keys import canonical_key
 from engram.memories.models import Memory
 
 #: a version number above any a memory reaches: its versions are parked there while the ones
@@ -23,19 +22,33 @@ _PARK = 1 << 40
 def nearest(
     cur: Cursor[Any], memory: Memory, model_id: str, embedding: list[float] | None
 ) -> tuple[Memory, float] | None:
+    """Two exact scans in one statement: the owner's active rows of the model from the covering
+    index ``memories_vectors`` (when the model's vectors fit it; migration 0014), and their
+    pending ones. Another row of the same owner, scope and user always has another key (a
+    key has one row), so the row itself is all that is left out."""
     emb = (
         "%(emb)s::vector"
         if embedding is not None
         else "(SELECT e.embedding FROM memories e WHERE e.id = %(id)s"
         " AND e.embedding_model = %(model)s)"
     )
-    cur.execute(
-        f"SELECT {COLUMNS}, 1 - (m.embedding <=> {emb}) AS similarity FROM memories m"
-        " WHERE m.team_id = %(team)s AND m.scope = %(scope)s AND m.owner_id = %(owner)s"
+    dims = len(embedding) if embedding is not None else memory_dims(cur, memory.id)
+    if dims is None:
+        return None
+    indexed = (
+        f" AND m.embedding_dims <= {INDEXED_VECTOR_DIMS}" if dims <= INDEXED_VECTOR_DIMS else ""
+    )
+    owner = (
+        "m.team_id = %(team)s AND m.owner_id = %(owner)s AND m.scope = %(scope)s"
         " AND COALESCE(m.user_id, '') = %(user)s AND m.id <> %(id)s"
-        f" AND {IDENTITY} <> %(key)s AND m.status IN ('active', 'pending_review')"
-        " AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-        f" AND {emb} IS NOT NULL ORDER BY m.embedding <=> {emb}, m.id LIMIT 1",
+        " AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
+    )
+    cur.execute(
+        f"SELECT n.id, n.d FROM (SELECT m.id, m.embedding <=> {emb} AS d FROM memories m"
+        f" WHERE {owner} AND m.status = 'active'{indexed}"
+        f" UNION ALL SELECT m.id, m.embedding <=> {emb} AS d FROM memories m"
+        f" WHERE {owner} AND m.status = 'pending_review') n"
+        " ORDER BY n.d, n.id LIMIT 1",  # a null distance (no stored vector) sorts last
         {
             "emb": vector_literal(embedding),
             "team": memory.team_id,
@@ -43,12 +56,24 @@ def nearest(
             "owner": memory.owner_id,
             "user": memory.user_id or "",
             "id": uuid.UUID(memory.id),
-            "key": canonical_key(memory.key),
             "model": model_id,
         },
     )
+    found = cur.fetchone()
+    if found is None or found["d"] is None:
+        return None
+    cur.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s", (found["id"],))
     row = cur.fetchone()
-    return None if row is None else (memory_from_row(row), float(row["similarity"]))
+    return None if row is None else (memory_from_row(row), 1 - float(found["d"]))
+
+
+def memory_dims(cur: Cursor[Any], memory_id: str) -> int | None:
+    cur.execute(
+        "SELECT embedding_dims FROM memories WHERE id = %s AND embedding IS NOT NULL",
+        (uuid.UUID(memory_id),),
+    )
+    row = cur.fetchone()
+    return None if row is None else int(row["embedding_dims"])
 
 
 def fold(cur: Cursor[Any], row: Memory, into: Memory, now: datetime) -> Memory:
