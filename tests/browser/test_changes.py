@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 from tests.browser.ui import (
-    SCREENSHOTS,
     WIDTHS,
     assert_accessible,
-    nav,
-    open_context,
+    open_review,
     pending_proposals,
-    sign_in,
+    photograph,
     user_client,
 )
 from tests.e2e.harness import LocalEngram, Tenant, eventually
@@ -50,22 +48,6 @@ def changes_pending(
 
     queue = eventually(probe, timeout_s=90, every_s=0.5)
     return {c: queue[c] for c in sentences}
-
-
-def open_review(browser: Browser, engram: LocalEngram, tenant: Tenant, width: str) -> Page:
-    page = open_context(browser, width).new_page()
-    sign_in(page, engram, tenant.admin, tenant.team, admin=True)
-    nav(page, "Review")
-    expect(
-        page.get_by_role("list", name="Pending proposals").get_by_role("listitem")
-    ).to_have_count(2)
-    return page
-
-
-def photograph(page: Page, name: str) -> None:
-    path = SCREENSHOTS / "states" / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
 
 
 def test_an_admin_sees_a_change_as_current_to_proposed_and_approves_it(

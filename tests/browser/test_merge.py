@@ -20,12 +20,12 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 from tests.browser.test_changes import changes_pending
 from tests.browser.ui import (
-    SCREENSHOTS,
     WIDTHS,
     assert_accessible,
-    nav,
     open_context,
+    open_review,
     pending_proposals,
+    photograph,
     sign_in,
     user_client,
 )
@@ -75,25 +75,9 @@ def twins(engram: LocalEngram, tenant: Tenant) -> tuple[dict[str, Any], dict[str
     return editor, choice
 
 
-def open_review(browser: Browser, engram: LocalEngram, tenant: Tenant, width: str) -> Page:
-    page = open_context(browser, width).new_page()
-    sign_in(page, engram, tenant.admin, tenant.team, admin=True)
-    nav(page, "Review")
-    expect(
-        page.get_by_role("list", name="Pending proposals").get_by_role("listitem")
-    ).to_have_count(2)
-    return page
-
-
 def proposal(page: Page, key: str) -> Locator:
     queue = page.get_by_role("list", name="Pending proposals")
     return queue.get_by_role("listitem", name=f"Proposal {key}", exact=True)
-
-
-def photograph(page: Page, name: str) -> None:
-    path = SCREENSHOTS / "states" / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
 
 
 def test_an_admin_merges_a_proposal_into_its_duplicate(browser: Browser, embedded: LocalEngram):

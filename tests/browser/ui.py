@@ -171,3 +171,21 @@ def screenshot(page: Page, name: str, width: str) -> None:
 
 def json_of(text: str) -> Any:
     return json.loads(text) if text else None
+
+
+def open_review(browser: Browser, engram: LocalEngram, tenant: Tenant, width: str) -> Page:
+    """The admin's Review page at ``width``, once it lists the tenant's two items."""
+    page = open_context(browser, width).new_page()
+    sign_in(page, engram, tenant.admin, tenant.team, admin=True)
+    nav(page, "Review")
+    expect(
+        page.get_by_role("list", name="Pending proposals").get_by_role("listitem")
+    ).to_have_count(2)
+    return page
+
+
+def photograph(page: Page, name: str) -> None:
+    """A state of a page, under the screenshots' ``states/``."""
+    path = SCREENSHOTS / "states" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
