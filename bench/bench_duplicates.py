@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.memories.ports import Embedder, embedding_text
+from engram.memories.recall import cosine
 
 MIN_PRECISION = 0.95
 
@@ -74,19 +75,12 @@ def pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     return same, other
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = sum(x * x for x in a) ** 0.5
-    nb = sum(y * y for y in b) ** 0.5
-    return dot / (na * nb) if na and nb else 0.0
-
-
 def measure(embedder: Embedder) -> dict[str, Any]:
     same, other = pairs()
     texts = sorted({t for pair in same + other for t in pair})
     vectors = dict(zip(texts, embedder.embed(texts), strict=True))
-    pos = sorted(_cosine(vectors[a], vectors[b]) for a, b in same)
-    neg = sorted(_cosine(vectors[a], vectors[b]) for a, b in other)
+    pos = sorted(cosine(vectors[a], vectors[b]) for a, b in same)
+    neg = sorted(cosine(vectors[a], vectors[b]) for a, b in other)
     chosen: dict[str, float] | None = None
     for t in sorted(set(pos)):
         tp = sum(1 for s in pos if s >= t)

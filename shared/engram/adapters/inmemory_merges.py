@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any, Protocol
 
 from engram.adapters import inmemory_versions as histories
-from engram.adapters.inmemory_rows import MISSING, key_of
+from engram.adapters.inmemory_rows import MISSING
 from engram.memories.models import Memory, Status
 from engram.memories.ports import AccessContext
 from engram.memories.privacy import memory_visible
+from engram.memories.recall import cosine
 from engram.memories.versions import MemoryVersion
 
 _LIVE = (Status.ACTIVE, Status.PENDING_REVIEW)
@@ -21,12 +21,6 @@ class _Tables(Protocol):
     rows: dict[str, Memory]
     embeddings: dict[str, tuple[str | None, list[float] | None]]
     versions: dict[str, list[MemoryVersion]]
-
-
-def cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 class MergeMethods:
@@ -49,6 +43,7 @@ class MergeMethods:
             model, embedding = self._s.embeddings.get(memory.id, (None, None))
             if embedding is None or model != model_id:
                 return None
+        # another row of this owner, scope and user has another key: a key has one row
         owner = (memory.team_id, memory.scope, memory.owner_id, memory.user_id)
         best: tuple[Memory, float] | None = None
         for row in self._s.rows.values():
@@ -58,7 +53,6 @@ class MergeMethods:
                 or model != model_id
                 or row.id == memory.id
                 or (row.team_id, row.scope, row.owner_id, row.user_id) != owner
-                or key_of(row) == key_of(memory)
                 or row.status not in _LIVE
                 or not memory_visible(self._ctx, row)
             ):

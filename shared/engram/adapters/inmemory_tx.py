@@ -59,8 +59,6 @@ from engram.memories.versions import (
     version_of,
 )
 
-_MISSING = MISSING
-
 
 class MemoryTables:
     """What the in-memory store holds, table by table (its units of work write them)."""
@@ -107,17 +105,17 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
 
     # --- the journal ----------------------------------------------------------------------
     def _assign(self, table: dict[Any, Any], key: Any, value: Any) -> None:
-        """``table[key] = value`` (``_MISSING``: deleted), undone if the block raises."""
-        old = table.get(key, _MISSING)
+        """``table[key] = value`` (``MISSING``: deleted), undone if the block raises."""
+        old = table.get(key, MISSING)
 
         def undo() -> None:
-            if old is _MISSING:
+            if old is MISSING:
                 table.pop(key, None)
             else:
                 table[key] = old
 
         self._journal.append(undo)
-        if value is _MISSING:
+        if value is MISSING:
             table.pop(key, None)
         else:
             table[key] = value
@@ -143,13 +141,13 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
     def _put(self, row: Memory) -> None:
         old = self._s.rows.get(row.id)
         if old is not None and key_of(old) != key_of(row):
-            self._assign(self._s.by_key, key_of(old), _MISSING)
+            self._assign(self._s.by_key, key_of(old), MISSING)
         self._assign(self._s.rows, row.id, row)
         self._assign(self._s.by_key, key_of(row), row.id)
 
     def _embed(self, memory_id: str, model: str | None, vector: list[float] | None) -> None:
         """Like PostgreSQL: a new text without an embedding drops the stale one."""
-        value = _MISSING if model is None and vector is None else (model, vector)
+        value = MISSING if model is None and vector is None else (model, vector)
         self._assign(self._s.embeddings, memory_id, value)
 
     def _writable(self, row: Memory) -> bool:
@@ -298,7 +296,7 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
     def overwrite(self, row: Memory, memory: NewMemory) -> Memory:
         """The key as first written stays, like every write of a key's row."""
         self._check_write(memory)
-        self._assign(self._s.edited, row.id, _MISSING)
+        self._assign(self._s.edited, row.id, MISSING)
         return self._written(row, memory)
 
     def change(self, row: Memory, change: MemoryChange, *, edited: bool = False) -> Memory | None:
@@ -329,10 +327,10 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
         row = self._s.rows.get(memory_id)
         if row is None or not self._writable(row):
             return None
-        self._assign(self._s.rows, memory_id, _MISSING)
-        self._assign(self._s.by_key, key_of(row), _MISSING)
-        self._assign(self._s.embeddings, memory_id, _MISSING)
-        self._assign(self._s.edited, memory_id, _MISSING)
+        self._assign(self._s.rows, memory_id, MISSING)
+        self._assign(self._s.by_key, key_of(row), MISSING)
+        self._assign(self._s.embeddings, memory_id, MISSING)
+        self._assign(self._s.edited, memory_id, MISSING)
         self._drop_changes(lambda c: c.memory_id != memory_id)
         return row
 
@@ -344,7 +342,7 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
         return row
 
     def forget_versions(self, memory_id: str) -> None:
-        self._assign(self._s.versions, memory_id, _MISSING)
+        self._assign(self._s.versions, memory_id, MISSING)
 
     def record_version(self, version: MemoryVersion) -> None:
         history = histories.recorded(self._s.versions.get(version.memory_id, []), version)
@@ -413,9 +411,9 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
                 continue
             if r.scope is not Scope.PERSONA and not self._writable(r):
                 continue
-            self._assign(self._s.rows, r.id, _MISSING)
-            self._assign(self._s.by_key, key_of(r), _MISSING)
-            self._assign(self._s.embeddings, r.id, _MISSING)
+            self._assign(self._s.rows, r.id, MISSING)
+            self._assign(self._s.by_key, key_of(r), MISSING)
+            self._assign(self._s.embeddings, r.id, MISSING)
             counts[r.scope.value] += 1
             erased.add(r.id)
         kept, audit = audit_after_erasure(self._s.actions, team, user_id, erased)
@@ -426,7 +424,7 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
             if k[0] == team and user_id in (source, suppression_user(k))
         ]
         for k in gone:
-            self._assign(self._s.suppressions, k, _MISSING)
+            self._assign(self._s.suppressions, k, MISSING)
         changes = self._drop_changes(lambda c: c.team_id != team or c.source_user_id != user_id)
         self._drop_changes(lambda c: c.memory_id not in erased)  # go with their memory
         forgotten = 0
@@ -436,7 +434,7 @@ class InMemoryTx(ChangeMethods, MergeMethods, MemoryTx):
             left = histories.after_erasure(history, user_id, memory_erased=memory_id in erased)
             forgotten += len(history) - len(left)
             if left != history:
-                self._assign(self._s.versions, memory_id, left or _MISSING)
+                self._assign(self._s.versions, memory_id, left or MISSING)
         return {
             **counts,
             "review_actions": audit,

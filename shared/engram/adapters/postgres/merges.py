@@ -22,19 +22,22 @@ _PARK = 1 << 40
 def nearest(
     cur: Cursor[Any], memory: Memory, model_id: str, embedding: list[float] | None
 ) -> tuple[Memory, float] | None:
-    """Two exact scans in one statement: the owner's active rows of the model from the covering
-    index ``memories_vectors`` (when the model's vectors fit it; migration 0014), and their
-    pending ones. Another row of the same owner, scope and user always has another key (a
-    key has one row), so the row itself is all that is left out."""
-    emb = (
-        "%(emb)s::vector"
-        if embedding is not None
-        else "(SELECT e.embedding FROM memories e WHERE e.id = %(id)s"
-        " AND e.embedding_model = %(model)s)"
-    )
-    dims = len(embedding) if embedding is not None else memory_dims(cur, memory.id)
-    if dims is None:
-        return None
+    """Two exact scans in one statement: the owner's active rows of the model (named with the
+    predicate of the covering index ``memories_vectors`` when the model's vectors fit it;
+    migration 0014), and their pending ones. Another row of the same owner, scope and user
+    always has another key (a key has one row), so the row itself is all that is left out."""
+    if embedding is not None:
+        literal, dims = vector_literal(embedding), len(embedding)
+    else:  # the memory's stored vector of the model, in its text form
+        cur.execute(
+            "SELECT embedding::text AS v, embedding_dims AS dims FROM memories"
+            " WHERE id = %s AND embedding_model = %s AND embedding IS NOT NULL",
+            (uuid.UUID(memory.id), model_id),
+        )
+        stored = cur.fetchone()
+        if stored is None:
+            return None
+        literal, dims = stored["v"], int(stored["dims"])
     indexed = (
         f" AND m.embedding_dims <= {INDEXED_VECTOR_DIMS}" if dims <= INDEXED_VECTOR_DIMS else ""
     )
@@ -43,14 +46,14 @@ def nearest(
         " AND COALESCE(m.user_id, '') = %(user)s AND m.id <> %(id)s"
         " AND m.embedding_model = %(model)s AND m.embedding IS NOT NULL"
     )
+    distance = "m.embedding <=> %(emb)s::vector"
     cur.execute(
-        f"SELECT n.id, n.d FROM (SELECT m.id, m.embedding <=> {emb} AS d FROM memories m"
+        f"SELECT n.id, n.d FROM (SELECT m.id, {distance} AS d FROM memories m"
         f" WHERE {owner} AND m.status = 'active'{indexed}"
-        f" UNION ALL SELECT m.id, m.embedding <=> {emb} AS d FROM memories m"
-        f" WHERE {owner} AND m.status = 'pending_review') n"
-        " ORDER BY n.d, n.id LIMIT 1",  # a null distance (no stored vector) sorts last
+        f" UNION ALL SELECT m.id, {distance} AS d FROM memories m"
+        f" WHERE {owner} AND m.status = 'pending_review') n ORDER BY n.d, n.id LIMIT 1",
         {
-            "emb": vector_literal(embedding),
+            "emb": literal,
             "team": memory.team_id,
             "scope": memory.scope.value,
             "owner": memory.owner_id,
@@ -60,20 +63,11 @@ def nearest(
         },
     )
     found = cur.fetchone()
-    if found is None or found["d"] is None:
+    if found is None:
         return None
     cur.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s", (found["id"],))
     row = cur.fetchone()
     return None if row is None else (memory_from_row(row), 1 - float(found["d"]))
-
-
-def memory_dims(cur: Cursor[Any], memory_id: str) -> int | None:
-    cur.execute(
-        "SELECT embedding_dims FROM memories WHERE id = %s AND embedding IS NOT NULL",
-        (uuid.UUID(memory_id),),
-    )
-    row = cur.fetchone()
-    return None if row is None else int(row["embedding_dims"])
 
 
 def fold(cur: Cursor[Any], row: Memory, into: Memory, now: datetime) -> Memory:
